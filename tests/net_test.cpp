@@ -365,6 +365,87 @@ TEST_CASE("net: int8 ASPP-like network (from, concat, pooling, resize) equals th
   check_network<aspp_net>(w, input, expected);
 }
 
+// SSD-style heads: a box head on an early feature map is an extra output (layers::output), kept
+// alive past its last reader; the class head on a later map is the main output.
+using ssd_heads_net =
+    network<input<u8, 16, 16, 8>,
+            layers::pointwise<layers::pointwise_config{.out_channels = 16, .act = activation::relu6}>,  // 0: t1
+            layers::tap<"f0">,                                                                           // 1
+            layers::pointwise<layers::pointwise_config{.out_channels = 12}>,                             // 2: t2
+            layers::output<"box0">,                                                                      // 3
+            layers::from<"f0">,                                                                          // 4
+            layers::depthwise<layers::depthwise_config{.stride = {2, 2}}>,                               // 5: t3
+            layers::pointwise<layers::pointwise_config{.out_channels = 6}>>;                             // 6: t4
+
+static_assert(ssd_heads_net::extra_output_count == 1);
+static_assert(ssd_heads_net::tensor_named<"box0"> == 2 && ssd_heads_net::tensor_named<"f0"> == 1);
+static_assert(ssd_heads_net::tensor_shape<"box0"> == shape{16, 16, 12});
+static_assert(ssd_heads_net::output_shape == shape{8, 8, 6});
+// The box head's buffer lives to the end of the run (past the last layer, 6), f0's until layer 5.
+static_assert(ssd_heads_net::memory_ranges[std::size_t(ssd_heads_net::buffer_of(2))].last == 7);
+static_assert(ssd_heads_net::memory_ranges[std::size_t(ssd_heads_net::buffer_of(1))].last == 5);
+static_assert(is_valid_plan(ssd_heads_net::memory_ranges, ssd_heads_net::memory));
+
+TEST_CASE("net: extra outputs (layers::output) survive the run and equal the reference chain") {
+  lcg rng{21};
+  ssd_heads_net::weights w;
+  w.input = {0.02f, 120};
+  fill_conv<u8>(w.layer<0>(), rng, {6.0f / 255, 0});
+  fill_conv<u8>(w.layer<2>(), rng, {0.05f, 128});
+  fill_conv<u8>(w.layer<5>(), rng, {0.03f, 7});
+  fill_conv<u8>(w.layer<6>(), rng, {0.06f, 131});
+  const std::vector<u8> input = random_tensor<u8>(ssd_heads_net::input_shape, 8);
+
+  const shape fs{16, 16, 16}, bs{16, 16, 12}, ds{8, 8, 16}, os{8, 8, 6};
+  std::vector<u8> f0(fs.elements()), box(bs.elements()), down(ds.elements()), expected(os.elements());
+  const auto& l0 = w.layer<0>();
+  const auto& l2 = w.layer<2>();
+  const auto& l5 = w.layer<5>();
+  const auto& l6 = w.layer<6>();
+  reference::pointwise_conv<R, u8>(cview(input, {16, 16, 8}), l0.filter.data(), l0.bias.data(), view(f0, fs),
+                                   reference::make_conv_requant<R, u8>(w.input, l0.filter_scales, l0.filter_zero_point,
+                                                                       l0.output, activation::relu6));
+  reference::pointwise_conv<R, u8>(cview(f0, fs), l2.filter.data(), l2.bias.data(), view(box, bs),
+                                   reference::make_conv_requant<R, u8>(l0.output, l2.filter_scales,
+                                                                       l2.filter_zero_point, l2.output,
+                                                                       activation::none));
+  reference::depthwise_conv<R, u8>(cview(f0, fs), l5.filter.data(), l5.bias.data(), view(down, ds),
+                                   {.stride = {2, 2}},
+                                   reference::make_conv_requant<R, u8>(l0.output, l5.filter_scales,
+                                                                       l5.filter_zero_point, l5.output,
+                                                                       activation::none));
+  reference::pointwise_conv<R, u8>(cview(down, ds), l6.filter.data(), l6.bias.data(), view(expected, os),
+                                   reference::make_conv_requant<R, u8>(l5.output, l6.filter_scales,
+                                                                       l6.filter_zero_point, l6.output,
+                                                                       activation::none));
+  CHECK(std::set<u8>(box.begin(), box.end()).size() > 8);
+
+  const ssd_heads_net::prepared prepared = ssd_heads_net::prepare(w);
+  CHECK(ssd_heads_net::output_quant<"box0">(prepared) == l2.output);
+  aligned_arena arena(ssd_heads_net::arena_bytes);
+  std::vector<u8> output(os.elements());
+  const auto read_box = [&] {
+    const tensor_view<const u8> v = ssd_heads_net::output_view<"box0">(arena.bytes);
+    REQUIRE(v.dims() == bs);
+    std::vector<u8> got;
+    for (int y = 0; y < bs.height; ++y)
+      for (int x = 0; x < bs.width; ++x) got.insert(got.end(), v.pixel(0, y, x), v.pixel(0, y, x) + bs.channels);
+    return got;
+  };
+  const long before = mosaiq::test::heap_allocations();
+  ssd_heads_net::run(prepared, cview(input, ssd_heads_net::input_shape), view(output, os), arena.bytes);
+  CHECK(mosaiq::test::heap_allocations() == before);
+  CHECK(output == expected);
+  CHECK(read_box() == box);
+
+  // Dead memory is poisoned after every layer; the extra output is not dead until run() returns.
+  std::fill(output.begin(), output.end(), u8{0});
+  ssd_heads_net::run_poisoning_dead_memory(prepared, cview(input, ssd_heads_net::input_shape), view(output, os),
+                                           arena.bytes);
+  CHECK(output == expected);
+  CHECK(read_box() == box);
+}
+
 TEST_CASE("net: strided input and output views") {
   const small_net::weights w = make_small_weights(11);
   const std::vector<u8> dense_input = random_tensor<u8>(small_net::input_shape, 12);

@@ -312,6 +312,18 @@ struct tap {
   static constexpr std::string_view name = Name.view();
 };
 
+/// Names the current tensor as an extra network output (an SSD head, a skip feature map): it is
+/// never overwritten during the run and is read after run() returns, through
+/// network::output_view<Name>(arena) with quantization network::output_quant<Name>(prepared).
+/// Later layers may read it too (as a tap).
+template <fixed_string Name>
+struct output {
+  static constexpr layer_role role = layer_role::tap;
+  static constexpr std::string_view kind = "output";
+  static constexpr std::string_view name = Name.view();
+  static constexpr bool keeps_alive = true;
+};
+
 /// Makes a tapped tensor the current one: the next layer starts a branch from it.
 template <fixed_string Name>
 struct from {

@@ -51,6 +51,7 @@ enum class graph_error {
   window_does_not_fit,
   invalid_config,
   last_layer_not_op,
+  output_of_network_input,
 };
 
 struct layer_node {
@@ -67,10 +68,19 @@ struct tensor_node {
   int last_use = -1;  ///< last layer that reads it; its producer when nothing does
 };
 
+/// A tensor named by a tap or output layer.
+struct named_tensor {
+  std::string_view name;
+  int tensor = 0;
+  bool output = false;  ///< an output layer: alive until the end of the run
+};
+
 template <std::size_t LayerCount, std::size_t TensorCount>
 struct network_graph {
   std::array<layer_node, LayerCount> layers{};
   std::array<tensor_node, TensorCount> tensors{};
+  std::array<named_tensor, LayerCount> names{};
+  std::size_t name_count = 0;
   graph_error error = graph_error::none;
   int error_layer = -1;  ///< index of the first layer that does not fit
 };
@@ -105,12 +115,8 @@ constexpr auto analyze() {
   constexpr std::size_t tensor_count = 1 + (op_count<Layers>() + ... + 0);
   network_graph<sizeof...(Layers), tensor_count> g;
   g.tensors[0] = {Input::dims, -1, -1};
-  struct named_tensor {
-    std::string_view name;
-    int tensor = 0;
-  };
-  std::array<named_tensor, sizeof...(Layers) + 1> taps{};
-  std::size_t tap_count = 0;
+  auto& taps = g.names;
+  std::size_t& tap_count = g.name_count;
   int current = 0, next_tensor = 1, step = 0;
 
   const auto fail = [&](graph_error e) {
@@ -130,7 +136,9 @@ constexpr auto analyze() {
     node.role = Layer::role;
     if constexpr (Layer::role == layer_role::tap) {
       if (find(Layer::name) >= 0 || Layer::name.empty()) fail(graph_error::duplicate_tap);
-      taps[tap_count++] = {Layer::name, current};
+      constexpr bool keeps_alive = requires { requires Layer::keeps_alive; };
+      if (keeps_alive && current == 0) fail(graph_error::output_of_network_input);
+      taps[tap_count++] = {Layer::name, current, keeps_alive};
     } else if constexpr (Layer::role == layer_role::from) {
       const int t = find(Layer::name);
       if (t < 0)
@@ -162,6 +170,9 @@ constexpr auto analyze() {
     ++step;
   };
   (visit(std::type_identity<Layers>{}), ...);
+  // Output layers' tensors outlive every layer, so the plan never reuses their memory.
+  for (std::size_t i = 0; i < tap_count; ++i)
+    if (taps[i].output) g.tensors[static_cast<std::size_t>(taps[i].tensor)].last_use = int(sizeof...(Layers));
   if (g.layers.back().role != layer_role::op) {
     step = static_cast<int>(sizeof...(Layers)) - 1;
     fail(graph_error::last_layer_not_op);
@@ -280,6 +291,8 @@ class network {
                 "mosaiq::network: a layer config is invalid, e.g. out_channels, kernel, stride or scale below 1");
   static_assert(topology.error != graph_error::last_layer_not_op,
                 "mosaiq::network: the last layer must compute the output, not be a tap or from");
+  static_assert(topology.error != graph_error::output_of_network_input,
+                "mosaiq::network: an output layer names the network input; outputs are computed tensors");
 
   template <std::size_t I>
   using layer = std::tuple_element_t<I, std::tuple<Layers...>>;
@@ -439,16 +452,20 @@ class network {
   class prepared {
    public:
     using states_type = decltype(states_tuple(std::make_index_sequence<layer_count>{}));
-    prepared(const weights& w, states_type&& states) : weights_(&w), states_(std::move(states)) {}
+    prepared(const weights& w, states_type&& states, const std::array<quant_params, tensor_count>& quant)
+        : weights_(&w), states_(std::move(states)), quant_(quant) {}
     const weights& source() const noexcept { return *weights_; }
     template <std::size_t I>
     const auto& state() const noexcept {
       return std::get<I>(states_);
     }
+    /// Quantization of tensor `t` (0: the input; tensor_count - 1: the output).
+    quant_params tensor_quant(std::size_t t) const noexcept { return quant_[t]; }
 
    private:
     const weights* weights_;
     states_type states_;
+    std::array<quant_params, tensor_count> quant_;
   };
 
   /// Load-time step: requantization bundles, tables, and (with fast executors) packed filters.
@@ -460,6 +477,57 @@ class network {
     return prepare_layers(w, quant, std::make_index_sequence<layer_count>{});
   }
 
+  // ------------------------------------------------------------------------------------------
+  // Named tensors and extra outputs (layers::output).
+
+  /// Tensor id of a tap or output layer's name; a name no layer gives does not compile.
+  template <fixed_string Name>
+  static constexpr std::size_t tensor_named = [] {
+    for (std::size_t i = 0; i < topology.name_count; ++i)
+      if (topology.names[i].name == Name.view()) return static_cast<std::size_t>(topology.names[i].tensor);
+    return tensor_count;
+  }();
+
+  /// Shape of the tensor a tap or output layer names.
+  template <fixed_string Name>
+  static constexpr shape tensor_shape = [] {
+    static_assert(tensor_named<Name> < tensor_count, "mosaiq::network: no tap or output layer has this name");
+    return topology.tensors[tensor_named<Name>].dims;
+  }();
+
+  /// Number of layers::output in the list.
+  static constexpr std::size_t extra_output_count = [] {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < topology.name_count; ++i) n += topology.names[i].output ? 1 : 0;
+    return n;
+  }();
+
+  /// An extra output after run(): a view into the arena, valid until the arena is reused.
+  template <fixed_string Name>
+  static tensor_view<const T> output_view(std::span<const std::byte> arena) noexcept {
+    constexpr std::size_t t = tensor_named<Name>;
+    static_assert(t < tensor_count, "mosaiq::network::output_view: no output layer has this name");
+    static_assert(is_output_name<Name>(), "mosaiq::network::output_view: the name is a tap, not an output layer; "
+                                          "its memory may be reused before run() returns");
+    return tensor_view<const T>(reinterpret_cast<const T*>(arena.data() + tensor_offset(t)), topology.tensors[t].dims);
+  }
+
+  /// Quantization of an extra output (or of any tapped tensor).
+  template <fixed_string Name>
+  static quant_params output_quant(const prepared& p) noexcept {
+    static_assert(tensor_named<Name> < tensor_count, "mosaiq::network: no tap or output layer has this name");
+    return p.tensor_quant(tensor_named<Name>);
+  }
+
+ private:
+  template <fixed_string Name>
+  static constexpr bool is_output_name() noexcept {
+    for (std::size_t i = 0; i < topology.name_count; ++i)
+      if (topology.names[i].name == Name.view()) return topology.names[i].output;
+    return false;
+  }
+
+ public:
   // ------------------------------------------------------------------------------------------
   // Running.
 
@@ -576,7 +644,8 @@ class network {
   static prepared prepare_layers(const weights& w, std::array<quant_params, tensor_count>& quant,
                                  std::index_sequence<I...>) {
     // Braced initializers run left to right, so each layer sees its inputs' quantization.
-    return prepared(w, typename prepared::states_type{prepare_layer<I>(w, quant)...});
+    typename prepared::states_type states{prepare_layer<I>(w, quant)...};
+    return prepared(w, std::move(states), quant);
   }
 
   template <std::size_t I>
