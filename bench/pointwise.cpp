@@ -1,6 +1,8 @@
 // bench_pointwise: quantized 1x1 convolution plus MobileNet's 3x3 stride-2 stem (the network's
 // other dense convolution), `pointwise/<impl>/<case>`, one thread, u8 and i8 workloads on mosaiq
-// (the 1x1 cases), XNNPACK and oneDNN, each checked against mosaiq::reference (mosaiq bit for bit).
+// (mosaiq::pointwise for the 1x1 cases, mosaiq::conv2d for the stem, which runs the same GEMM on
+// patches gathered on the fly), XNNPACK and oneDNN, each checked against mosaiq::reference (mosaiq
+// bit for bit).
 // `pointwise/peak/vpdpbusd` is the AVX512-VNNI ceiling of this core: back-to-back independent
 // vpdpbusd zmm, 64 MACs each; divide a row's GMAC/s by it for the share of peak.
 #include <array>
@@ -11,6 +13,7 @@
 #include "baselines.hpp"
 #include "common.hpp"
 
+#include "mosaiq/ops/conv.hpp"
 #include "mosaiq/ops/pointwise.hpp"
 
 #if defined(__AVX512VNNI__)
@@ -93,9 +96,37 @@ conv_runner<T> make_mosaiq(const conv_problem<T>& p) {
                    std::string(simd::to_string(simd::native_isa))};
 }
 
+/// The 3x3 stride-2 SAME stem as mosaiq::conv2d (the only non-1x1 case).
+constexpr conv2d_config stem_config{.out_channels = 32, .kernel = {3, 3}, .stride = {2, 2}};
+
+template <quantized_element T>
+conv_runner<T> make_mosaiq_stem(const conv_problem<T>& p) {
+  const conv_shape& s = p.shape;
+  using op_type = conv2d<stem_config, T>;
+  struct state {
+    op_type op;
+    aligned_buffer<std::byte> workspace;
+    aligned_buffer<T> output;
+  };
+  auto st = std::make_shared<state>(op_type(p.filter.data(), p.bias.data(), s.input_channels, p.requant),
+                                    aligned_buffer<std::byte>(), aligned_buffer<T>(s.output_shape().elements()));
+  st->workspace = aligned_buffer<std::byte>(st->op.workspace_bytes(s.input_shape()));
+  const tensor_view<const T> in = p.input_view();
+  const tensor_view<T> out(st->output.data(), s.output_shape());
+  constexpr pointwise_tile tile = op_type::tile();
+  return {.run = [st, in, out] { st->op(in, out, st->workspace.span()); },
+          .output = st->output.span(),
+          .label = "mosaiq::conv2d " + std::to_string(tile.pixels) + "x" + std::to_string(tile.channels) + " " +
+                   std::string(simd::to_string(simd::native_isa))};
+}
+
 template <quantized_element T>
 void register_case(const conv_shape& shape, std::uint32_t seed) {
-  register_baseline_rows<T>("pointwise", std::make_shared<conv_problem<T>>(shape, seed));
+  auto problem = std::make_shared<conv_problem<T>>(shape, seed);
+  const bool is_stem = shape.kernel == stem_config.kernel && shape.stride == stem_config.stride &&
+                       shape.output_channels == stem_config.out_channels;
+  if (is_stem) register_conv_row<T>("pointwise", "mosaiq", problem, make_mosaiq_stem<T>, 0);
+  register_baseline_rows<T>("pointwise", problem);
 }
 
 template <pointwise_case Case, quantized_element T>
@@ -135,7 +166,7 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  mosaiq::bench::setup_baselines("mosaiq::pointwise (1x1 cases)");
+  mosaiq::bench::setup_baselines("mosaiq::pointwise (1x1 cases), mosaiq::conv2d (3x3 stem)");
   mosaiq::bench::register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

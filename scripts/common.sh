@@ -40,3 +40,28 @@ cmake_common_args() {
   fi
   printf '%s\n' "${args[@]}"
 }
+
+# The pretrained face detector's weights and demo photos come from the npm registry, cached here.
+MOSAIQ_CACHE=${MOSAIQ_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mosaiq}
+MOSAIQ_FACE_API_VERSION=1.7.15
+
+# Prints the directory of the unpacked @vladmandic/face-api package, fetching it with `npm pack`
+# into the cache the first time. Without npm or network: says why on stderr and returns 1.
+fetch_face_api() {
+  local dir="$MOSAIQ_CACHE/face-api-$MOSAIQ_FACE_API_VERSION"
+  local manifest="$dir/package/model/ssd_mobilenetv1_model-weights_manifest.json"
+  if [ ! -f "$manifest" ]; then
+    if ! command -v npm >/dev/null; then
+      echo "npm is not installed: cannot fetch @vladmandic/face-api (apt-get install npm to enable it)" >&2
+      return 1
+    fi
+    mkdir -p "$dir"
+    if ! (cd "$dir" && npm pack --silent "@vladmandic/face-api@$MOSAIQ_FACE_API_VERSION" >/dev/null 2>&1 &&
+      tar xzf "vladmandic-face-api-$MOSAIQ_FACE_API_VERSION.tgz" && rm -f "vladmandic-face-api-$MOSAIQ_FACE_API_VERSION.tgz"); then
+      echo "npm pack @vladmandic/face-api@$MOSAIQ_FACE_API_VERSION failed (no network or registry?)" >&2
+      rm -rf "$dir"
+      return 1
+    fi
+  fi
+  echo "$dir/package"
+}

@@ -51,19 +51,23 @@ static_assert(small_net::weight_bytes == 216 + 72 + 32 + 4 * (8 + 8 + 4));
 static_assert(small_net::tensor_count == 7);
 static_assert(small_net::buffer_of(3) == small_net::buffer_of(2) && small_net::buffer_of(2) != small_net::buffer_of(1));
 static_assert(small_net::buffer_of(0) == -1 && small_net::buffer_of(6) == -1);
-// The plan reserves exactly the kernels' workspace, live at their layer only: depthwise (layer 2)
-// and pointwise (layer 4).
+// The plan reserves exactly the kernels' workspace, live at their layer only: conv2d (layer 0),
+// depthwise (layer 2) and pointwise (layer 4).
 constexpr std::size_t small_net_scratch(std::size_t layer) {
   return small_net::memory_ranges[small_net::tensor_count + layer].bytes;
 }
+static_assert(small_net_scratch(0) == mosaiq::conv2d<mosaiq::conv2d_config{.out_channels = 8, .stride = {2, 2}},
+                                                      u8>::workspace_bytes({8, 8, 3}));
 static_assert(small_net_scratch(2) == mosaiq::depthwise<mosaiq::depthwise_config{}, u8>::workspace_bytes({4, 4, 8}));
 static_assert(small_net_scratch(4) ==
               mosaiq::pointwise<mosaiq::pointwise_config{.out_channels = 4}, u8>::workspace_bytes({4, 4, 8}));
 // Live at the resize (layer 5): the pointwise output (64 B) and the resize output (256 B); at the
-// depthwise: its input (kept for the add) and output plus its workspace; at the pointwise: the add
-// output (64-byte aligned 128 B), its output and its workspace.
-static_assert(small_net::peak_live_bytes == std::max({std::size_t{64 + 256}, 128 + 128 + align_up(small_net_scratch(2)),
-                                                      128 + 64 + align_up(small_net_scratch(4))}));
+// conv2d: its output and its workspace (the input is the caller's); at the depthwise: its input
+// (kept for the add) and output plus its workspace; at the pointwise: the add output (64-byte
+// aligned 128 B), its output and its workspace.
+static_assert(small_net::peak_live_bytes ==
+              std::max({std::size_t{64 + 256}, 128 + align_up(small_net_scratch(0)),
+                        128 + 128 + align_up(small_net_scratch(2)), 128 + 64 + align_up(small_net_scratch(4))}));
 static_assert(small_net::arena_bytes == small_net::peak_live_bytes);
 static_assert(is_valid_plan(small_net::memory_ranges, small_net::memory));
 

@@ -1,6 +1,7 @@
 // The generated kernels.
 #pragma once
 
+#include "mosaiq/ops/conv.hpp"
 #include "mosaiq/ops/depthwise.hpp"
 #include "mosaiq/ops/nms.hpp"
 #include "mosaiq/ops/pointwise.hpp"

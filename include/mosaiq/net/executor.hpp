@@ -1,6 +1,6 @@
 // How each network layer runs: one small executor per layer kind, the only place that names a
-// kernel. Depthwise, pointwise, resize and softmax run the generated kernels of ops/ (bit-exact
-// with the reference ops); conv2d, pooling, add and concat still call the scalar reference ops.
+// kernel. Conv2d, depthwise, pointwise, resize and softmax run the generated kernels of ops/
+// (bit-exact with the reference ops); pooling, add and concat still call the scalar reference ops.
 // Pointing a layer at another kernel means changing its executor only: the network and its memory
 // plan follow.
 //
@@ -25,6 +25,7 @@
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/net/layers.hpp"
+#include "mosaiq/ops/conv.hpp"
 #include "mosaiq/ops/depthwise.hpp"
 #include "mosaiq/ops/pointwise.hpp"
 #include "mosaiq/ops/resize.hpp"
@@ -61,24 +62,10 @@ struct same_quantization_executor : plain_executor {
   }
 };
 
-/// Conv-like layers: weights pointers plus the conv_requant bundle, built once.
-template <quantized_element T>
-struct conv_state {
-  const T* filter = nullptr;
-  const std::int32_t* bias = nullptr;
-  reference::conv_requant requant;
-  quant_params output{};
-};
-
 template <rounding R, quantized_element T, class Weights>
 reference::conv_requant conv_requant_for(const Weights& w, quant_params input, activation act) {
   return reference::make_conv_requant<R, T>(input, std::span<const float>(w.filter_scales), w.filter_zero_point,
                                             w.output, act);
-}
-
-template <rounding R, quantized_element T, class Weights>
-conv_state<T> prepare_conv(const Weights& w, quant_params input, activation act) {
-  return {w.filter.data(), w.bias.data(), conv_requant_for<R, T>(w, input, act), w.output};
 }
 
 /// Layers on a generated kernel: the kernel object (packed weights, tables), built at load time.
@@ -106,16 +93,19 @@ struct conv_kernel_executor {
 }  // namespace detail
 
 template <layers::conv2d_config C, quantized_element T, rounding R, shape In, shape Out>
-struct executor<layers::conv2d<C>, T, R, In, Out> : detail::plain_executor {
-  using state = detail::conv_state<T>;
-  template <class W>
-  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
-    return detail::prepare_conv<R, T>(w, in[0], C.act);
-  }
-  static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
-    reference::conv2d<R, T>(in[0], s.filter, s.bias, out,
-                            {.kernel = C.kernel, .stride = C.stride, .dilation = C.dilation, .pad = C.pad}, s.requant);
-  }
+struct executor<layers::conv2d<C>, T, R, In, Out>
+    // Register tile: the kernel's default for the ISA compiled for.
+    : detail::conv_kernel_executor<mosaiq::conv2d<mosaiq::conv2d_config{.out_channels = C.out_channels,
+                                                                        .kernel = C.kernel,
+                                                                        .stride = C.stride,
+                                                                        .dilation = C.dilation,
+                                                                        .pad = C.pad,
+                                                                        .act = C.act,
+                                                                        .round = R},
+                                                  T>,
+                                   T, R, In.channels, C.act> {
+  // A window reads input pixels around the output pixel it writes.
+  static constexpr bool in_place = false;
 };
 
 template <layers::depthwise_config C, quantized_element T, rounding R, shape In, shape Out>

@@ -30,6 +30,10 @@
 // into register accumulators, then requantizes with per-channel vectors and stores with masks.
 // Pixel tails run a compile-time cascade of smaller pixel tiles (tile/2, tile/4, ..., 1); the
 // channel tail is one compile-time tile of the remaining blocks.
+//
+// The block loop takes its rows from a "row source" template argument (detail::pw::pixel_rows
+// here: the input pixels); ops/conv.hpp runs the same loop on patches it gathers per block, so a
+// KxK convolution is this GEMM with K = KH * KW * Cin and no im2col buffer.
 #pragma once
 
 #include <algorithm>
@@ -448,6 +452,30 @@ struct neon_path {
 };
 #endif
 
+/// Where the GEMM's rows come from. A row source packs rows [first, first + count) of the GEMM
+/// (row r = output pixel r, images one after another) into `rows`, `padded` elements apart, with
+/// Path::pack_row (x ^ flip, zero padding), and when Sum stores factor * sum(x_d) of row i in
+/// sums[i] (the split-weight offset). The pointwise layer's source is its input pixels; ops/conv.hpp
+/// gathers patches. Sources are template arguments, so the pointwise path inlines to the plain loop.
+struct pixel_rows {
+  const std::uint8_t* base;  // first input pixel
+  std::ptrdiff_t stride;     // elements between input pixels
+  int channels;
+
+  template <class Path, bool Sum>
+  [[gnu::always_inline]] void pack(std::ptrdiff_t first, int count, typename Path::input_type* rows, int padded,
+                                   std::uint8_t flip, std::int32_t* sums, std::int32_t factor) const noexcept {
+    for (int i = 0; i < count; ++i) {
+      const std::int32_t sum = Path::template pack_row<Sum>(
+          base + (first + i) * stride, channels, rows + static_cast<std::ptrdiff_t>(i) * padded, padded, flip);
+      if constexpr (Sum) sums[i] = factor * sum;
+    }
+  }
+};
+
+/// Lets the other GEMM-based kernels (ops/conv.hpp) run a loaded pointwise layer on their own rows.
+struct rows_access;
+
 #if defined(MOSAIQ_FORCE_SCALAR)
 using native_path = scalar_path;
 #elif defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
@@ -493,8 +521,11 @@ class pointwise {
   static constexpr bool may_split = std::same_as<weight_type, std::int8_t> && !is_int8;
   static constexpr rounding R = Cfg.round;
 
+  friend struct detail::pw::rows_access;
+
  public:
   static constexpr pointwise_config config = Cfg;
+  using element_type = T;
 
   /// `filter` [Cout][Cin] (TFLite layout), `bias` Cout entries or nullptr, `q` built by
   /// reference::make_conv_requant for the same rounding and element type (its clamp is used).
@@ -622,15 +653,22 @@ class pointwise {
     // Pixels of a view are equally spaced (rows and images follow without gaps in pixel units).
     const std::ptrdiff_t pixels = static_cast<std::ptrdiff_t>(in.batch()) * in.height() * in.width();
     if (pixels == 0) return;
+    const detail::pw::pixel_rows rows{reinterpret_cast<const std::uint8_t*>(in.pixel(0, 0, 0)), in.pixel_stride(),
+                                      channels_};
+    run_rows(rows, pixels, in.dims().pixels(), out.pixel(0, 0, 0), out.pixel_stride(),
+             detail::kernel::aligned_workspace(workspace));
+  }
 
-    const layout l = layout_for(channels_, static_cast<std::size_t>(in.height()) * in.width());
-    std::uint8_t* const base = detail::kernel::aligned_workspace(workspace);
+  /// The GEMM over `pixels` rows from `rows` (see detail::pw::pixel_rows), `image_pixels` per image
+  /// (sizes the pixel block as workspace_bytes did), output row r at destination + r * out_stride.
+  /// `base`: the aligned workspace, layout_for(channels_, image_pixels). Checks are the caller's.
+  /// Never inlined: inlined into conv2d's run, GCC 12 kept the VNNI tile's accumulators in memory.
+  template <class Rows>
+  [[gnu::noinline]] void run_rows(const Rows& rows, std::ptrdiff_t pixels, std::size_t image_pixels, T* destination,
+                                  std::ptrdiff_t out_stride, std::uint8_t* base) const noexcept {
+    const layout l = layout_for(channels_, image_pixels);
     auto* const packed = reinterpret_cast<input_type*>(base + l.input);
     auto* const pixel_offsets = reinterpret_cast<std::int32_t*>(base + l.offsets);
-
-    const auto* source = reinterpret_cast<const std::uint8_t*>(in.pixel(0, 0, 0));
-    T* const destination = out.pixel(0, 0, 0);
-    const std::ptrdiff_t in_stride = in.pixel_stride(), out_stride = out.pixel_stride();
     const int padded = static_cast<int>(l.row_elements);
 
     detail::pw::tile_job job{.input = packed,
@@ -651,13 +689,9 @@ class pointwise {
     for (std::ptrdiff_t p0 = 0; p0 < pixels; p0 += l.block_pixels) {
       const int block_pixels = static_cast<int>(std::min<std::ptrdiff_t>(l.block_pixels, pixels - p0));
       if (split_weights_) {
-        for (int i = 0; i < block_pixels; ++i)
-          pixel_offsets[i] = split_factor_ * path::template pack_row<true>(source + (p0 + i) * in_stride, channels_,
-                                                                          packed + i * l.row_elements, padded, flip);
+        rows.template pack<path, true>(p0, block_pixels, packed, padded, flip, pixel_offsets, split_factor_);
       } else {
-        for (int i = 0; i < block_pixels; ++i)
-          path::template pack_row<false>(source + (p0 + i) * in_stride, channels_, packed + i * l.row_elements, padded,
-                                         flip);
+        rows.template pack<path, false>(p0, block_pixels, packed, padded, flip, pixel_offsets, 0);
         std::fill_n(pixel_offsets, block_pixels, 0);
       }
       T* const block_out = destination + p0 * out_stride;
@@ -704,5 +738,25 @@ class pointwise {
   std::vector<weight_type> weights_;  // per channel tile: [k group][block][16][4]
   std::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
 };
+
+namespace detail::pw {
+struct rows_access {
+  /// Whether the layer loaded (its constructor reported no error).
+  template <class Layer>
+  static bool ready(const Layer& layer) noexcept {
+    return layer.ready_;
+  }
+  /// Rows per block (per Rows::pack call) of a run with `image_pixels` rows per image.
+  template <class Layer>
+  static constexpr int block_pixels(int channels, std::size_t image_pixels) noexcept {
+    return Layer::layout_for(channels, image_pixels).block_pixels;
+  }
+  template <class Layer, class Rows>
+  static void run(const Layer& layer, const Rows& rows, std::ptrdiff_t pixels, std::size_t image_pixels,
+                  typename Layer::element_type* destination, std::ptrdiff_t out_stride, std::uint8_t* base) noexcept {
+    layer.run_rows(rows, pixels, image_pixels, destination, out_stride, base);
+  }
+};
+}  // namespace detail::pw
 
 }  // namespace mosaiq

@@ -320,6 +320,9 @@ struct ssd_anchor_generator {
   std::array<float, 8> aspect_ratios{1.0f, 2.0f, 0.5f, 3.0f, 1.0f / 3.0f};  ///< unused slots 0
   float interpolated_scale_aspect_ratio = 1.0f;
   bool reduce_boxes_in_lowest_layer = true;
+  /// The 2017 create_ssd_anchors order: the interpolated-scale box follows the aspect ratio 1.0 box
+  /// (always with ratio 1.0) instead of closing the list; models exported then ship anchors in it.
+  bool interpolated_after_unit_ratio = false;
 
   constexpr int layer_count() const noexcept {
     int n = 0;
@@ -333,6 +336,11 @@ struct ssd_anchor_generator {
   }
   constexpr int anchors_per_cell(int layer) const noexcept {
     if (layer == 0 && reduce_boxes_in_lowest_layer) return 3;
+    if (interpolated_after_unit_ratio) {
+      int units = 0;
+      for (int r = 0; r < ratio_count(); ++r) units += aspect_ratios[static_cast<std::size_t>(r)] == 1.0f ? 1 : 0;
+      return ratio_count() + units;
+    }
     return ratio_count() + (interpolated_scale_aspect_ratio > 0 ? 1 : 0);
   }
   constexpr std::size_t anchor_count() const noexcept {
@@ -368,7 +376,7 @@ constexpr std::size_t generate_ssd_anchors(const ssd_anchor_generator& generator
   };
   std::size_t index = 0;
   for (int layer = 0; layer < layers; ++layer) {
-    std::array<float, 10> scales{}, ratios{};
+    std::array<float, 16> scales{}, ratios{};
     int specs = 0;
     const double scale = layer_scale(layer);
     if (layer == 0 && generator.reduce_boxes_in_lowest_layer) {
@@ -376,18 +384,25 @@ constexpr std::size_t generate_ssd_anchors(const ssd_anchor_generator& generator
       ratios = {1.0f, 2.0f, 0.5f};
       specs = 3;
     } else {
+      const float interpolated_scale = static_cast<float>(constexpr_sqrt(scale * layer_scale(layer + 1)));
       for (int r = 0; r < generator.ratio_count(); ++r, ++specs) {
+        const float ratio = generator.aspect_ratios[static_cast<std::size_t>(r)];
         scales[static_cast<std::size_t>(specs)] = static_cast<float>(scale);
-        ratios[static_cast<std::size_t>(specs)] = generator.aspect_ratios[static_cast<std::size_t>(r)];
+        ratios[static_cast<std::size_t>(specs)] = ratio;
+        if (generator.interpolated_after_unit_ratio && ratio == 1.0f) {
+          ++specs;
+          scales[static_cast<std::size_t>(specs)] = interpolated_scale;
+          ratios[static_cast<std::size_t>(specs)] = 1.0f;
+        }
       }
-      if (generator.interpolated_scale_aspect_ratio > 0) {
-        scales[static_cast<std::size_t>(specs)] = static_cast<float>(constexpr_sqrt(scale * layer_scale(layer + 1)));
+      if (!generator.interpolated_after_unit_ratio && generator.interpolated_scale_aspect_ratio > 0) {
+        scales[static_cast<std::size_t>(specs)] = interpolated_scale;
         ratios[static_cast<std::size_t>(specs)] = generator.interpolated_scale_aspect_ratio;
         ++specs;
       }
     }
     // tile_anchors, float32: heights = scale / sqrt(ratio), widths = scale * sqrt(ratio).
-    std::array<float, 10> heights{}, widths{};
+    std::array<float, 16> heights{}, widths{};
     for (int s = 0; s < specs; ++s) {
       const float root = constexpr_sqrt(ratios[static_cast<std::size_t>(s)]);
       heights[static_cast<std::size_t>(s)] = scales[static_cast<std::size_t>(s)] / root * 1.0f;

@@ -1,0 +1,342 @@
+// bench_network: whole networks end to end, `network/<impl>/<case>`, one thread.
+//
+// portrait_256_{u8,i8}: the HyperCut-style portrait segmentation network of
+// examples/portrait_segmentation (256x256x3 -> 256x256x2, 46 M MACs, stand-in weights), run by
+// mosaiq as one static network (compile-time plan, one arena) and by XNNPACK op by op: the same
+// layers, weights and quantization through one XNNPACK operator per layer (bench/xnnpack_net.hpp),
+// every tensor in its own buffer, created and set up once, only xnn_run_operator timed.
+//
+// Before timing, the XNNPACK output is compared with mosaiq's: XNNPACK requantizes in float and its
+// rounding differs by one step here and there, which compounds through 37 layers, so the check is
+// that the two compute the same function (most mask pixels agree, outputs are not constant), not
+// bit equality. Counters: GMAC/s, memory (mosaiq: arena and peak live bytes; XNNPACK: the bytes of
+// its activation buffers) and, on the XNNPACK row, `xnnpack/mosaiq`, the time ratio against the
+// mosaiq row of the same run (also computed by bench/ratios.py from the JSON). With
+// MOSAIQ_BENCH_PROFILE=<runs> set, both are also timed layer by layer and printed side by side.
+#include <time.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#if MOSAIQ_BENCH_FACE
+#include "../examples/face_detection/image.hpp"
+#endif
+#include "../examples/portrait_segmentation/portrait_net.hpp"
+#include "baselines.hpp"
+#include "common.hpp"
+#if MOSAIQ_BENCH_XNNPACK
+#include "xnnpack_net.hpp"
+#endif
+
+namespace mosaiq::bench {
+namespace {
+
+/// CPU time of the calling thread, the clock Google Benchmark reports.
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
+}
+
+template <quantized_element T>
+struct portrait_problem {
+  using net = portrait::network<T>;
+  std::unique_ptr<typename net::weights> weights = std::make_unique<typename net::weights>();
+  std::optional<typename net::prepared> prepared;
+  aligned_buffer<T> input{net::input_shape.elements()}, output{net::output_shape.elements()};
+  aligned_buffer<std::byte> arena{net::arena_bytes};
+  double mosaiq_ms = 0;  ///< per frame, once the mosaiq row has run
+
+  portrait_problem() {
+    if (!portrait::make_weights<T>(*weights)) throw std::runtime_error("portrait::make_weights failed");
+    prepared.emplace(net::prepare(*weights));
+    const std::vector<std::uint8_t> rgb = portrait::synthetic_portrait();
+    for (std::size_t i = 0; i < rgb.size(); ++i) input.data()[i] = portrait::from_rgb<T>(rgb[i]);
+    run();
+  }
+  void run() {
+    net::run(*prepared, tensor_view<const T>(input.data(), net::input_shape),
+             tensor_view<T>(output.data(), net::output_shape), arena.span());
+  }
+  static std::string case_name() { return std::string("portrait_256_") + std::string(element_name<T>()); }
+};
+
+/// Times `run` per frame (ms), with GMAC/s and the memory counters.
+template <class Run, class Counters>
+void time_frames(benchmark::State& state, Run&& run, std::uint64_t macs, Counters&& counters, double* ms_per_frame) {
+  const double start = thread_cpu_ms();
+  for (auto _ : state) {
+    run();
+    benchmark::ClobberMemory();
+  }
+  const double ms = (thread_cpu_ms() - start) / double(state.iterations());
+  if (ms_per_frame != nullptr) *ms_per_frame = ms;
+  state.counters["GMAC/s"] =
+      benchmark::Counter(static_cast<double>(macs) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  counters(state, ms);
+}
+
+#if MOSAIQ_BENCH_XNNPACK
+/// With MOSAIQ_BENCH_PROFILE=<runs> in the environment: mosaiq's and XNNPACK's time per layer side by
+/// side on stderr (steady clock around each layer, so it adds a little per layer to both).
+template <class Problem, class Twin>
+void print_layer_comparison(Problem& p, const Twin& twin) {
+  using net = typename Problem::net;
+  const char* env = std::getenv("MOSAIQ_BENCH_PROFILE");
+  if (env == nullptr) return;
+  const int runs = std::max(1, std::atoi(env));
+  const auto mine = profile<net>(*p.prepared, tensor_view<const typename net::element_type>(p.input.data(), net::input_shape),
+                                 tensor_view<typename net::element_type>(p.output.data(), net::output_shape),
+                                 p.arena.span(), runs, nullptr);
+  const std::vector<double> theirs = twin.ops->profile(runs, net::layer_count);
+  std::fprintf(stderr, "\n%s, per layer (ms, average of %d runs)\n", Problem::case_name().c_str(), runs);
+  std::fprintf(stderr, "| # | op | output | MACs | mosaiq ms | xnnpack ms | xnnpack/mosaiq |\n|---|---|---|---:|---:|---:|---:|\n");
+  double total_mine = 0, total_theirs = 0;
+  for (std::size_t i = 0; i < net::layer_count; ++i) {
+    if (net::topology.layers[i].role != layer_role::op) continue;
+    const shape s = net::layer_shapes[i];
+    total_mine += mine.layer_ms[i], total_theirs += theirs[i];
+    std::fprintf(stderr, "| %zu | %s | %dx%dx%d | %llu | %.4f | %.4f | %.2f |\n", i, layer_kind<net>(i).data(), s.height,
+                 s.width, s.channels, static_cast<unsigned long long>(net::layer_macs[i]), mine.layer_ms[i], theirs[i],
+                 mine.layer_ms[i] > 0 ? theirs[i] / mine.layer_ms[i] : 0.0);
+  }
+  std::fprintf(stderr, "| | total | | %llu | %.4f | %.4f | %.2f |\n\n", static_cast<unsigned long long>(net::macs),
+               total_mine, total_theirs, total_theirs / total_mine);
+}
+#endif
+
+template <quantized_element T>
+void register_portrait() {
+  using problem = portrait_problem<T>;
+  using net = typename problem::net;
+  // Built on first use: the weights are calibrated in float (about 0.2 s), which a filter that
+  // skips these rows should not pay.
+  auto shared = std::make_shared<std::optional<problem>>();
+  auto get = [shared]() -> problem& {
+    if (!shared->has_value()) shared->emplace();
+    return **shared;
+  };
+
+  register_row("network", "mosaiq", problem::case_name(), [get](benchmark::State& state) {
+    problem& p = get();
+    time_frames(
+        state, [&p] { p.run(); }, net::macs,
+        [](benchmark::State& s, double) {
+          s.counters["arena_bytes"] = double(net::arena_bytes);
+          s.counters["peak_live_bytes"] = double(net::peak_live_bytes);
+          s.counters["plan_efficiency"] = net::plan_efficiency;
+          s.counters["weight_bytes"] = double(net::weight_bytes);
+        },
+        &p.mosaiq_ms);
+    state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; static network, " +
+                   std::to_string(net::layer_count) + " layers");
+  })->Unit(benchmark::kMillisecond);
+
+#if MOSAIQ_BENCH_XNNPACK
+  struct twin_state {
+    std::optional<xnnpack::network_twin<net>> twin;
+    std::string error, label;
+  };
+  auto twin = std::make_shared<twin_state>();
+  register_row("network", "xnnpack", problem::case_name(), [get, twin](benchmark::State& state) {
+    problem& p = get();
+    if (!twin->twin && twin->error.empty()) {
+      try {
+        twin->twin.emplace(xnnpack::from_network<net>(*p.weights));
+        auto& ops = *twin->twin->ops;
+        std::copy_n(p.input.data(), p.input.size(), ops.values(twin->twin->input()).data());
+        ops.run();
+        // Same function? Mask pixels (argmax of the two classes) and probabilities against mosaiq's.
+        const std::span<const T> got = ops.values(twin->twin->output());
+        const std::span<const T> want = p.output.span();
+        const output_match m = compare_outputs<T>(got, want);
+        std::size_t agree = 0, pixels = want.size() / 2;
+        double abs_diff = 0;
+        T lo = got[0], hi = got[0];
+        for (std::size_t i = 0; i < pixels; ++i) {
+          agree += (got[2 * i + 1] > got[2 * i]) == (want[2 * i + 1] > want[2 * i]);
+          abs_diff += std::abs(int(got[2 * i + 1]) - int(want[2 * i + 1]));
+          lo = std::min({lo, got[2 * i], got[2 * i + 1]}), hi = std::max({hi, got[2 * i], got[2 * i + 1]});
+        }
+        const double agreement = double(agree) / double(pixels);
+        char text[192];
+        std::snprintf(text, sizeof text,
+                      "%s, %zu operators; vs mosaiq: mask %.2f%% equal, probability mean|diff| %.2f LSB, max %d",
+                      std::same_as<T, u8> ? "qu8" : "qc8/qs8 (softmax qu8 between sign flips)", ops.operator_count(),
+                      100.0 * agreement, abs_diff / double(pixels), m.max_abs_diff);
+        twin->label = text;
+        if (hi - lo < 16 || agreement < 0.9)
+          twin->error = std::string("XNNPACK output implausible (constant, or far from mosaiq's): ") + text;
+        else
+          print_layer_comparison(p, *twin->twin);
+      } catch (const std::exception& e) {
+        twin->error = e.what();
+      }
+    }
+    if (!twin->error.empty()) {
+      state.SkipWithError(twin->error.c_str());
+      return;
+    }
+    const xnnpack::op_network<T>& ops = *twin->twin->ops;
+    time_frames(
+        state, [&ops] { ops.run(); }, net::macs,
+        [&p, &ops](benchmark::State& s, double ms) {
+          s.counters["activation_bytes"] = double(ops.activation_bytes());
+          if (p.mosaiq_ms > 0) s.counters["xnnpack/mosaiq"] = ms / p.mosaiq_ms;
+        },
+        nullptr);
+    state.SetLabel(twin->label);
+  })->Unit(benchmark::kMillisecond);
+#endif
+}
+
+#if MOSAIQ_BENCH_FACE
+// ---------------------------------------------------------------------------------------------
+// face_512_{u8,i8}: face-api's pretrained SSD-MobileNetV1 face detector (examples/face_detection;
+// 512x512x3, 3.3 G MACs, 12 predictor outputs), the model converted by face_convert
+// (MOSAIQ_FACE_MODEL_DIR, scripts/bench sets it) on the package's sample1.jpg
+// (MOSAIQ_FACE_API_DIR). The network rows time the network alone (XNNPACK has no SSD
+// post-processing); `face_512_*_postprocess` times mosaiq's decoding + NMS of the same frame.
+
+template <quantized_element T>
+struct face_problem {
+  using net = face::ssd_mobilenet_v1<T>;
+  std::unique_ptr<face::model<T>> model = std::make_unique<face::model<T>>();
+  std::unique_ptr<face::detector<T>> detector;
+  std::vector<T> input;
+  std::array<face::detection, 100> faces{};
+  std::size_t face_count = 0;
+  double mosaiq_ms = 0;
+
+  face_problem() {
+    const char* models = std::getenv("MOSAIQ_FACE_MODEL_DIR");
+    const char* package = std::getenv("MOSAIQ_FACE_API_DIR");
+    if (models == nullptr || package == nullptr)
+      throw std::runtime_error("set MOSAIQ_FACE_MODEL_DIR (face_convert output) and MOSAIQ_FACE_API_DIR (scripts/bench does)");
+    face::load_model(std::string(models) + "/face_" + std::string(element_name<T>()) + ".mosaiq", *model);
+    detector = std::make_unique<face::detector<T>>(*model);
+    input = face::to_network_elements<T>(face::network_input(face::load_rgb(std::string(package) + "/demo/sample1.jpg")));
+    run();
+    face_count = detector->postprocess({}, faces);
+  }
+  tensor_view<const T> input_view() const { return tensor_view<const T>(input.data(), net::input_shape); }
+  void run() { detector->detect(input_view(), {}, std::span<face::detection>(faces.data(), 0)); }
+  static std::string case_name() { return std::string("face_512_") + std::string(element_name<T>()); }
+};
+
+template <quantized_element T>
+void register_face() {
+  using problem = face_problem<T>;
+  using net = typename problem::net;
+  struct shared_state {
+    std::optional<problem> p;
+    std::string error;
+  };
+  auto shared = std::make_shared<shared_state>();
+  auto get = [shared]() -> problem* {
+    if (!shared->p && shared->error.empty()) {
+      try {
+        shared->p.emplace();
+      } catch (const std::exception& e) {
+        shared->error = e.what();
+      }
+    }
+    return shared->p ? &*shared->p : nullptr;
+  };
+  register_row("network", "mosaiq", problem::case_name(), [get, shared](benchmark::State& state) {
+    problem* p = get();
+    if (p == nullptr) return state.SkipWithError(shared->error.c_str());
+    time_frames(
+        state, [p] { p->detector->detect(p->input_view(), {}, std::span<face::detection>(p->faces.data(), 0)); },
+        net::macs,
+        [](benchmark::State& s, double) {
+          s.counters["arena_bytes"] = double(net::arena_bytes);
+          s.counters["peak_live_bytes"] = double(net::peak_live_bytes);
+          s.counters["plan_efficiency"] = net::plan_efficiency;
+          s.counters["weight_bytes"] = double(net::weight_bytes);
+        },
+        &p->mosaiq_ms);
+    state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; " + std::to_string(p->face_count) +
+                   " faces on sample1.jpg");
+  })->Unit(benchmark::kMillisecond);
+  register_row("network", "mosaiq", problem::case_name() + "_postprocess", [get, shared](benchmark::State& state) {
+    problem* p = get();
+    if (p == nullptr) return state.SkipWithError(shared->error.c_str());
+    for (auto _ : state) benchmark::DoNotOptimize(p->detector->postprocess({}, p->faces));
+    state.counters["postprocess_scratch_bytes"] = double(sizeof(face::postprocess_scratch));
+  })->Unit(benchmark::kMicrosecond);
+#if MOSAIQ_BENCH_XNNPACK
+  struct twin_state {
+    std::optional<xnnpack::network_twin<net>> twin;
+    std::string error, label;
+  };
+  auto twin = std::make_shared<twin_state>();
+  register_row("network", "xnnpack", problem::case_name(), [get, shared, twin](benchmark::State& state) {
+    problem* p = get();
+    if (p == nullptr) return state.SkipWithError(shared->error.c_str());
+    if (!twin->twin && twin->error.empty()) {
+      try {
+        twin->twin.emplace(xnnpack::from_network<net>(p->model->weights));
+        auto& ops = *twin->twin->ops;
+        std::copy_n(p->input.data(), p->input.size(), ops.values(twin->twin->input()).data());
+        ops.run();
+        // Same function? The class logits of the last head and the first head's, against mosaiq's.
+        p->run();
+        const auto compare = [&](std::size_t tensor, std::span<const T> want) {
+          return compare_outputs<T>(ops.values(twin->twin->tensors[tensor]), want);
+        };
+        const auto cls0 = net::template output_view<"cls0">(p->detector->arena());
+        const output_match m0 = compare(net::template tensor_named<"cls0">,
+                                        std::span<const T>(cls0.data(), net::template tensor_shape<"cls0">.elements()));
+        char text[160];
+        std::snprintf(text, sizeof text, "%s, %zu operators; vs mosaiq: first class head max|diff| %d LSB",
+                      std::same_as<T, u8> ? "qu8" : "qc8/qs8", ops.operator_count(), m0.max_abs_diff);
+        twin->label = text;
+        if (m0.max_abs_diff > 64) twin->error = std::string("XNNPACK output far from mosaiq's: ") + text;
+      } catch (const std::exception& e) {
+        twin->error = e.what();
+      }
+    }
+    if (!twin->error.empty()) return state.SkipWithError(twin->error.c_str());
+    const xnnpack::op_network<T>& ops = *twin->twin->ops;
+    time_frames(
+        state, [&ops] { ops.run(); }, net::macs,
+        [p, &ops](benchmark::State& s, double ms) {
+          s.counters["activation_bytes"] = double(ops.activation_bytes());
+          if (p->mosaiq_ms > 0) s.counters["xnnpack/mosaiq"] = ms / p->mosaiq_ms;
+        },
+        nullptr);
+    state.SetLabel(twin->label);
+  })->Unit(benchmark::kMillisecond);
+#endif
+}
+
+#endif
+
+void register_all() {
+  register_portrait<u8>();
+  register_portrait<i8>();
+#if MOSAIQ_BENCH_FACE
+  register_face<u8>();
+  register_face<i8>();
+#endif
+}
+
+}  // namespace
+}  // namespace mosaiq::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  mosaiq::bench::setup_baselines("mosaiq::network (examples/portrait_segmentation/portrait_net.hpp)");
+  mosaiq::bench::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,214 @@
+// face-api's SSD-MobileNetV1 weights (tfjs manifest + bin) to a mosaiq face model:
+//   1. read and dequantize the tfjs tensors (tfjs_weights.hpp);
+//   2. lay them out for mosaiq (conv [Cout][KH][KW][Cin], depthwise [KH][KW][C], pointwise
+//      [Cout][Cin]) and fold each depthwise layer's batch norm into its filter and bias;
+//   3. calibrate activation ranges with the float network on sample photos;
+//   4. quantize (u8 per-tensor or i8 per-channel weights) and keep the shipped anchors.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "face_model.hpp"
+#include "image.hpp"
+#include "mosaiq/tools.hpp"
+#include "tfjs_weights.hpp"
+
+namespace face {
+
+inline const std::filesystem::path manifest_in_package = "model/ssd_mobilenetv1_model-weights_manifest.json";
+
+/// The six demo photos of the package.
+inline std::vector<std::filesystem::path> sample_photos(const std::filesystem::path& package) {
+  std::vector<std::filesystem::path> photos;
+  for (int i = 1; i <= 6; ++i) photos.push_back(package / "demo" / ("sample" + std::to_string(i) + ".jpg"));
+  return photos;
+}
+
+template <quantized_element T>
+struct float_model {
+  using net = ssd_mobilenet_v1<T>;
+  tools::float_weights<net> weights;
+  std::vector<center_box> anchors;
+};
+
+namespace detail {
+
+/// BatchNorm epsilon of face-api's depthwise layers (mobileNetV1.ts).
+inline constexpr float batchnorm_epsilon = 0.0010000000474974513f;
+
+template <class FloatConv>
+void fill_from_source(FloatConv& layer, const weight_source& source, const weight_map& m) {
+  std::vector<float>& filter = layer.filter;
+  std::vector<float>& bias = layer.bias;
+  const std::size_t cout = bias.size();
+  if (source.kind == source_kind::depthwise_bn) {
+    // [KH][KW][C][1] is mosaiq's [KH][KW][C] (depth multiplier 1).
+    filter = need(m, source.prefix + "/depthwise_weights", filter.size()).values;
+    std::fill(bias.begin(), bias.end(), 0.0f);
+    const std::string bn = source.prefix + "/BatchNorm/";
+    const tools::batchnorm_params params{need(m, bn + "gamma", cout).values, need(m, bn + "beta", cout).values,
+                                         need(m, bn + "moving_mean", cout).values,
+                                         need(m, bn + "moving_variance", cout).values, batchnorm_epsilon};
+    if (!tools::fold_batchnorm_into_depthwise(filter, bias, params))
+      throw std::runtime_error("cannot fold the batch norm of " + source.prefix);
+    return;
+  }
+  // tfjs conv filters are [KH][KW][Cin][Cout]; mosaiq wants [Cout][KH][KW][Cin].
+  const named_tensor& w = need(m, source.prefix + "/weights", filter.size());
+  if (w.shape.size() != 4 || std::size_t(w.shape[3]) != cout)
+    throw std::runtime_error(source.prefix + ": unexpected filter shape");
+  const std::size_t taps = std::size_t(w.shape[0]) * std::size_t(w.shape[1]), cin = std::size_t(w.shape[2]);
+  for (std::size_t t = 0; t < taps; ++t)
+    for (std::size_t i = 0; i < cin; ++i)
+      for (std::size_t o = 0; o < cout; ++o) filter[(o * taps + t) * cin + i] = w.values[(t * cin + i) * cout + o];
+  const std::string bias_name =
+      source.kind == source_kind::predictor ? source.prefix + "/biases" : source.prefix + "/convolution_bn_offset";
+  bias = need(m, bias_name, cout).values;
+}
+
+}  // namespace detail
+
+/// Reads the package's weights into the float network and its anchors.
+template <quantized_element T>
+std::unique_ptr<float_model<T>> read_face_api(const std::filesystem::path& package) {
+  using net = ssd_mobilenet_v1<T>;
+  const weight_map m = read_tfjs_weights(package / manifest_in_package);
+  auto model = std::make_unique<float_model<T>>();
+  const std::vector<weight_source> sources = weight_sources();
+  std::size_t next = 0;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    const auto fill = [&]<std::size_t L>(std::integral_constant<std::size_t, L>) {
+      auto& layer = model->weights.template layer<L>();
+      if constexpr (requires { layer.filter; }) {
+        if (next >= sources.size()) throw std::runtime_error("face network has more weighted layers than face-api");
+        detail::fill_from_source(layer, sources[next++], m);
+      }
+    };
+    (fill(std::integral_constant<std::size_t, I>{}), ...);
+  }(std::make_index_sequence<net::layer_count>{});
+  if (next != sources.size()) throw std::runtime_error("face-api has weights the face network does not use");
+
+  const named_tensor& corners = need(m, "Output/extra_dim", anchor_count * 4);
+  model->anchors.resize(anchor_count);
+  for (std::size_t a = 0; a < anchor_count; ++a) {
+    const float* c = corners.values.data() + a * 4;
+    model->anchors[a] = anchor_from_corners(c[0], c[1], c[2], c[3]);
+  }
+  return model;
+}
+
+/// Float inputs of the sample photos, preprocessed as face-api does.
+inline std::vector<std::vector<float>> calibration_inputs(const std::filesystem::path& package) {
+  std::vector<std::vector<float>> inputs;
+  for (const auto& photo : sample_photos(package)) inputs.push_back(to_float_input(network_input(load_rgb(photo.string()))));
+  return inputs;
+}
+
+/// Network input quantization: pixels are fed unchanged (u8) or shifted by -128 (i8), scale 1/127.5.
+template <quantized_element T>
+constexpr quant_params pixel_input_quant() noexcept {
+  return {1.0f / 127.5f, std::is_same_v<T, u8> ? 128 : 0};
+}
+
+/// What the float network shows on the calibration photos: every tensor's range (for the
+/// activation quantization) and per-channel mean (for bias correction). The u8 and i8 networks
+/// have the same tensors, so one calibration serves both.
+struct calibration {
+  std::array<tools::float_range, ssd_mobilenet_v1<u8>::tensor_count> ranges{};
+  std::vector<std::vector<double>> channel_means;  ///< [tensor][channel]
+};
+
+inline calibration calibrate_face_model(const float_model<u8>& source, const std::vector<std::vector<float>>& inputs,
+                                        const tools::calibration_options& options = {}) {
+  using net = ssd_mobilenet_v1<u8>;
+  tools::calibrator<net> ranges(options);
+  auto runner = std::make_unique<tools::float_runner<net>>();
+  calibration result;
+  result.channel_means.resize(net::tensor_count);
+  for (std::size_t t = 0; t < net::tensor_count; ++t)
+    result.channel_means[t].assign(std::size_t(net::topology.tensors[t].dims.channels), 0.0);
+  for (const auto& input : inputs) {
+    if (!runner->run(source.weights, std::span<const float>(input)))
+      throw std::runtime_error("calibration input of the wrong size");
+    ranges.observe(*runner);
+    for (std::size_t t = 0; t < net::tensor_count; ++t) {
+      const std::span<const float> values = runner->values(t);
+      std::vector<double>& means = result.channel_means[t];
+      const std::size_t channels = means.size(), pixels = values.size() / channels;
+      for (std::size_t i = 0; i < values.size(); ++i)
+        means[i % channels] += values[i] / double(pixels * inputs.size());
+    }
+  }
+  result.ranges = ranges.ranges();
+  return result;
+}
+
+namespace detail {
+
+/// Bias correction (Nagel et al. 2019, "Data-free quantization"): a quantized filter w_q = w + e
+/// shifts every output by e . E[x]; subtracting that expectation, measured per input channel on
+/// the calibration photos, from the float bias removes the systematic part of the weight
+/// rounding error. This matters for per-tensor u8 depthwise filters, whose scale is set by the
+/// widest channel after batch norm folding. Taps in the padding are ignored.
+template <class Net, std::size_t I, class FloatWeights>
+void correct_bias(FloatWeights& fw, const typename Net::weights& qw, const calibration& cal) {
+  auto& layer = fw.template layer<I>();
+  if constexpr (requires { layer.filter; }) {
+    const auto& q = qw.template layer<I>();
+    const std::vector<double>& mean = cal.channel_means[std::size_t(Net::topology.layers[I].inputs[0])];
+    const std::size_t cout = layer.bias.size(), cin = mean.size();
+    const bool depthwise = Net::template layer<I>::kind == "depthwise";
+    const std::size_t per_output = layer.filter.size() / cout;
+    for (std::size_t o = 0; o < cout; ++o) {
+      const float scale = q.filter_scales[q.filter_scales.size() == 1 ? 0 : o];
+      double shift = 0;
+      for (std::size_t k = 0; k < per_output; ++k) {
+        // Depthwise [tap][C]: output o reads channel o; conv [o][tap][Cin].
+        const std::size_t index = depthwise ? k * cout + o : o * per_output + k;
+        const double error = double(q.filter[index] - q.filter_zero_point) * scale - layer.filter[index];
+        shift += error * mean[depthwise ? o : k % cin];
+      }
+      layer.bias[o] = static_cast<float>(layer.bias[o] - shift);
+    }
+  }
+}
+
+}  // namespace detail
+
+/// Quantizes with calibrated ranges, then once more with bias-corrected float biases. The
+/// quantized input (p - 128) / 127.5 is half a step below face-api's p / 127.5 - 1; the stem's
+/// bias absorbs the difference (exact away from the border).
+template <quantized_element T>
+std::unique_ptr<model<T>> quantize_face_model(const float_model<T>& source, const calibration& cal,
+                                              bool bias_correction = true) {
+  using net = ssd_mobilenet_v1<T>;
+  auto shifted = std::make_unique<tools::float_weights<net>>(source.weights);
+  auto& stem = shifted->template layer<0>();
+  const std::size_t taps = stem.filter.size() / stem.bias.size();
+  for (std::size_t o = 0; o < stem.bias.size(); ++o) {
+    double sum = 0;
+    for (std::size_t k = 0; k < taps; ++k) sum += stem.filter[o * taps + k];
+    stem.bias[o] += static_cast<float>(0.5 / 127.5 * sum);
+  }
+  auto result = std::make_unique<model<T>>();
+  result->anchors = source.anchors;
+  const tools::quantize_options options{.input = pixel_input_quant<T>(), .u8_filters = tools::weight_range::mse};
+  if (!tools::quantize_network<net>(*shifted, cal.ranges, result->weights, options))
+    throw std::runtime_error("face model: quantization failed");
+  if (bias_correction) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (detail::correct_bias<net, I>(*shifted, result->weights, cal), ...);
+    }(std::make_index_sequence<net::layer_count>{});
+    if (!tools::quantize_network<net>(*shifted, cal.ranges, result->weights, options))
+      throw std::runtime_error("face model: quantization failed");
+  }
+  return result;
+}
+
+}  // namespace face
