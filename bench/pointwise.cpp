@@ -3,11 +3,16 @@
 // (mosaiq::pointwise for the 1x1 cases, mosaiq::conv2d for the stem, which runs the same GEMM on
 // patches gathered on the fly), XNNPACK and oneDNN, each checked against mosaiq::reference (mosaiq
 // bit for bit).
+// `pointwise/mosaiq/...` rows run the AVX-512 VNNI path (AMX turned off while loading);
+// `pointwise/mosaiq_amx/...` rows the AMX tile path of the same build where the CPU and the OS have
+// AMX (simd/amx.hpp), else they report why not.
 // `pointwise/peak/vpdpbusd` is the AVX512-VNNI ceiling of this core: back-to-back independent
 // vpdpbusd zmm, 64 MACs each; divide a row's GMAC/s by it for the share of peak.
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "baselines.hpp"
@@ -15,6 +20,7 @@
 
 #include "mosaiq/ops/conv.hpp"
 #include "mosaiq/ops/pointwise.hpp"
+#include "mosaiq/simd/amx.hpp"
 
 #if defined(__AVX512VNNI__)
 #include <immintrin.h>
@@ -75,7 +81,22 @@ constexpr std::array mosaiq_cases{
     pointwise_case{14, 14, 512, 512}, pointwise_case{7, 7, 1024, 1024},
 };
 
-template <int OutChannels, quantized_element T>
+/// Loads layers with the AMX path on or off while alive (simd::amx::set_enabled), then restores it.
+struct amx_choice {
+  explicit amx_choice(bool on) { simd::amx::set_enabled(on); }
+  ~amx_choice() { simd::amx::set_enabled(true); }
+  amx_choice(const amx_choice&) = delete;
+  amx_choice& operator=(const amx_choice&) = delete;
+};
+
+/// The label's path part: "amx 32x32" or the register tile and ISA of the vector path.
+inline std::string path_label(bool amx, pointwise_tile tile) {
+  if (amx) return "amx 32x32 tdpbusd/tdpbssd";
+  return std::to_string(tile.pixels) + "x" + std::to_string(tile.channels) + " " +
+         std::string(simd::to_string(simd::native_isa));
+}
+
+template <int OutChannels, quantized_element T, bool Amx = false>
 conv_runner<T> make_mosaiq(const conv_problem<T>& p) {
   const conv_shape& s = p.shape;
   using op_type = pointwise<pointwise_config{.out_channels = OutChannels}, T>;
@@ -84,22 +105,23 @@ conv_runner<T> make_mosaiq(const conv_problem<T>& p) {
     aligned_buffer<std::byte> workspace;
     aligned_buffer<T> output;
   };
+  const amx_choice choice(Amx);
   auto st = std::make_shared<state>(op_type(p.filter.data(), p.bias.data(), s.input_channels, p.requant),
                                     aligned_buffer<std::byte>(), aligned_buffer<T>(s.output_shape().elements()));
+  if (st->op.uses_amx() != Amx) throw std::runtime_error("mosaiq::pointwise did not load the requested path");
   st->workspace = aligned_buffer<std::byte>(st->op.workspace_bytes(s.input_shape()));
   const tensor_view<const T> in = p.input_view();
   const tensor_view<T> out(st->output.data(), s.output_shape());
   constexpr pointwise_tile tile = op_type::tile();
   return {.run = [st, in, out] { st->op(in, out, st->workspace.span()); },
           .output = st->output.span(),
-          .label = "mosaiq::pointwise " + std::to_string(tile.pixels) + "x" + std::to_string(tile.channels) + " " +
-                   std::string(simd::to_string(simd::native_isa))};
+          .label = "mosaiq::pointwise " + path_label(Amx, tile)};
 }
 
 /// The 3x3 stride-2 SAME stem as mosaiq::conv2d (the only non-1x1 case).
 constexpr conv2d_config stem_config{.out_channels = 32, .kernel = {3, 3}, .stride = {2, 2}};
 
-template <quantized_element T>
+template <quantized_element T, bool Amx = false>
 conv_runner<T> make_mosaiq_stem(const conv_problem<T>& p) {
   const conv_shape& s = p.shape;
   using op_type = conv2d<stem_config, T>;
@@ -108,6 +130,7 @@ conv_runner<T> make_mosaiq_stem(const conv_problem<T>& p) {
     aligned_buffer<std::byte> workspace;
     aligned_buffer<T> output;
   };
+  const amx_choice choice(Amx);
   auto st = std::make_shared<state>(op_type(p.filter.data(), p.bias.data(), s.input_channels, p.requant),
                                     aligned_buffer<std::byte>(), aligned_buffer<T>(s.output_shape().elements()));
   st->workspace = aligned_buffer<std::byte>(st->op.workspace_bytes(s.input_shape()));
@@ -116,8 +139,17 @@ conv_runner<T> make_mosaiq_stem(const conv_problem<T>& p) {
   constexpr pointwise_tile tile = op_type::tile();
   return {.run = [st, in, out] { st->op(in, out, st->workspace.span()); },
           .output = st->output.span(),
-          .label = "mosaiq::conv2d " + std::to_string(tile.pixels) + "x" + std::to_string(tile.channels) + " " +
-                   std::string(simd::to_string(simd::native_isa))};
+          .label = "mosaiq::conv2d " + path_label(Amx, tile)};
+}
+
+/// `pointwise/mosaiq_amx/<case>`: the AMX path, bit for bit like the VNNI rows, or why it is missing.
+template <quantized_element T, class Make>
+void register_amx_row(const std::shared_ptr<conv_problem<T>>& problem, Make make) {
+  if (simd::amx::available())
+    register_conv_row<T>("pointwise", "mosaiq_amx", problem, make, 0);
+  else
+    register_unavailable("pointwise", "mosaiq_amx", problem->shape.template case_name<T>(),
+                         std::string("AMX not available: ") + simd::amx::status().reason);
 }
 
 template <quantized_element T>
@@ -125,7 +157,10 @@ void register_case(const conv_shape& shape, std::uint32_t seed) {
   auto problem = std::make_shared<conv_problem<T>>(shape, seed);
   const bool is_stem = shape.kernel == stem_config.kernel && shape.stride == stem_config.stride &&
                        shape.output_channels == stem_config.out_channels;
-  if (is_stem) register_conv_row<T>("pointwise", "mosaiq", problem, make_mosaiq_stem<T>, 0);
+  if (is_stem) {
+    register_conv_row<T>("pointwise", "mosaiq", problem, make_mosaiq_stem<T>, 0);
+    register_amx_row<T>(problem, make_mosaiq_stem<T, true>);
+  }
   register_baseline_rows<T>("pointwise", problem);
 }
 
@@ -135,6 +170,7 @@ void register_mosaiq_case(std::uint32_t seed) {
   auto problem = std::make_shared<conv_problem<T>>(shape, seed);
   // mosaiq implements the reference's rounding, so it must match bit for bit.
   register_conv_row<T>("pointwise", "mosaiq", problem, make_mosaiq<Case.output_channels, T>, 0);
+  register_amx_row<T>(problem, make_mosaiq<Case.output_channels, T, true>);
   register_baseline_rows<T>("pointwise", problem);
 }
 
@@ -166,7 +202,8 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  mosaiq::bench::setup_baselines("mosaiq::pointwise (1x1 cases), mosaiq::conv2d (3x3 stem)");
+  mosaiq::bench::setup_baselines(
+      "mosaiq::pointwise (1x1 cases), mosaiq::conv2d (3x3 stem); mosaiq: AVX-512 VNNI path, mosaiq_amx: AMX path");
   mosaiq::bench::register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -91,22 +91,25 @@ def op_table(op, runs):
     header = ["case"]
     for impl in impls + ceilings:
         header += [f"{impl} µs"] + ([f"{impl} GMAC/s"] if with_rate and impl not in ceilings else [])
-    header += [f"{b}/mosaiq" for b in baselines] + [f"{c}/mosaiq" for c in ceilings]
+    # Other mosaiq paths (mosaiq_amx: the AMX tiles) get their own ratio columns against the baselines.
+    variants = [i for i in impls if i.startswith("mosaiq_")]
+    pairs = [(b, "mosaiq") for b in baselines + ceilings] + [(b, v) for v in variants for b in baselines]
+    header += [f"{b}/{s}" for b, s in pairs]
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
 
-    ratios = {b: [] for b in baselines + ceilings}
+    ratios = {pair: [] for pair in pairs}
     for case in cases:
         cells = [case]
         for impl in impls + ceilings:
             run = rows.get((op, impl, case))
             cells += [fmt_time(run)] + ([fmt_rate(run)] if with_rate and impl not in ceilings else [])
-        mosaiq = rows.get((op, "mosaiq", case))
-        for b in baselines + ceilings:
+        for b, subject in pairs:
+            mosaiq = rows.get((op, subject, case))
             other = rows.get((op, b, case))
             if mosaiq and other and not mosaiq.get("error_occurred") and not other.get("error_occurred"):
                 ratio = microseconds(other) / microseconds(mosaiq)
-                ratios[b].append(ratio)
+                ratios[(b, subject)].append(ratio)
                 cells.append(f"{ratio:.2f}")
             else:
                 cells.append("")
@@ -114,9 +117,9 @@ def op_table(op, runs):
     if baselines or ceilings:
         per_impl = 1 + (1 if with_rate else 0)
         cells = ["geometric mean"] + [""] * (per_impl * len(impls) + len(ceilings))
-        for b in baselines + ceilings:
-            g = geomean(ratios[b])
-            cells.append(f"**{g:.2f}** ({len(ratios[b])})" if g else "")
+        for pair in pairs:
+            g = geomean(ratios[pair])
+            cells.append(f"**{g:.2f}** ({len(ratios[pair])})" if g else "")
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     if "mosaiq" not in impls:

@@ -10,9 +10,9 @@
 
 template <mosaiq::quantized_element T>
 void convert(const std::filesystem::path& package, const face::calibration& ranges,
-             const std::filesystem::path& out) {
+             const std::vector<std::vector<float>>& inputs, const std::filesystem::path& out) {
   const auto source = face::read_face_api<T>(package);
-  const auto model = face::quantize_face_model<T>(*source, ranges);
+  const auto model = face::quantize_face_model<T>(*source, ranges, true, &inputs);
   face::save_model(*model, out.string());
   std::printf("wrote %s (weights blob %zu bytes)\n", out.c_str(), face::ssd_mobilenet_v1<T>::blob_bytes);
 }
@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
     std::printf("read %s; calibrating on %zu photos with the float network\n",
                 (package / face::manifest_in_package).c_str(), inputs.size());
     const face::calibration ranges = face::calibrate_face_model(*source, inputs);
-    convert<mosaiq::u8>(package, ranges, out / "face_u8.mosaiq");
-    convert<mosaiq::i8>(package, ranges, out / "face_i8.mosaiq");
+    convert<mosaiq::u8>(package, ranges, inputs, out / "face_u8.mosaiq");
+    convert<mosaiq::i8>(package, ranges, inputs, out / "face_i8.mosaiq");
     std::printf("converted in %.1f s\n",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   } catch (const std::exception& e) {

@@ -179,6 +179,87 @@ void correct_bias(FloatWeights& fw, const typename Net::weights& qw, const calib
   }
 }
 
+/// Per-channel mean of (quantized - float) of every tensor over the photos: the systematic error
+/// the quantized network carries. `linear` counts only positions whose float value is strictly
+/// inside a ReLU6 layer's (0, 6), where the error is not clipped away.
+struct tensor_errors {
+  std::vector<std::vector<double>> all, linear;
+};
+
+template <quantized_element T>
+tensor_errors measure_errors(const tools::float_weights<ssd_mobilenet_v1<T>>& reference,
+                             const typename ssd_mobilenet_v1<T>::weights& quantized,
+                             const std::vector<std::vector<float>>& inputs) {
+  using net = ssd_mobilenet_v1<T>;
+  tensor_errors e;
+  std::vector<std::vector<double>> all_count(net::tensor_count), linear_count(net::tensor_count);
+  e.all.resize(net::tensor_count), e.linear.resize(net::tensor_count);
+  for (std::size_t t = 0; t < net::tensor_count; ++t) {
+    const std::size_t c = std::size_t(net::topology.tensors[t].dims.channels);
+    e.all[t].assign(c, 0), e.linear[t].assign(c, 0), all_count[t].assign(c, 0), linear_count[t].assign(c, 0);
+  }
+  const auto prepared = net::prepare(quantized);
+  std::vector<std::byte> storage(net::arena_bytes + arena_alignment);
+  void* aligned = storage.data();
+  std::size_t space = storage.size();
+  std::align(arena_alignment, net::arena_bytes, aligned, space);
+  const std::span<std::byte> arena(static_cast<std::byte*>(aligned), net::arena_bytes);
+  std::vector<T> output(net::output_shape.elements()), input(net::input_shape.elements());
+  auto runner = std::make_unique<tools::float_runner<net>>();
+  const auto accumulate = [&](std::size_t t, const T* q) {
+    const quant_params qp = prepared.tensor_quant(t);
+    const std::span<const float> f = runner->values(t);
+    const std::size_t channels = e.all[t].size();
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const double d = (double(q[i]) - qp.zero_point) * qp.scale - f[i];
+      e.all[t][i % channels] += d, all_count[t][i % channels] += 1;
+      if (f[i] > 0.0f && f[i] < 6.0f) e.linear[t][i % channels] += d, linear_count[t][i % channels] += 1;
+    }
+  };
+  for (const auto& x : inputs) {
+    runner->run(reference, std::span<const float>(x));
+    for (std::size_t i = 0; i < x.size(); ++i)  // the pixels back from x = p / 127.5 - 1
+      input[i] = static_cast<T>(std::lround((x[i] + 1.0f) * 127.5f) - (std::is_same_v<T, u8> ? 0 : 128));
+    struct observer {
+      const decltype(accumulate)* add;
+      void before(std::size_t) const noexcept {}
+      void after(std::size_t layer, std::span<std::byte> a) const {
+        const std::size_t t = std::size_t(net::topology.layers[layer].output);
+        if (t + 1 < net::tensor_count) (*add)(t, reinterpret_cast<const T*>(a.data() + net::tensor_offset(t)));
+      }
+    };
+    net::run_observed(prepared, tensor_view<const T>(input.data(), net::input_shape),
+                      tensor_view<T>(output.data(), net::output_shape), arena, observer{&accumulate});
+    accumulate(net::tensor_count - 1, output.data());
+  }
+  for (std::size_t t = 0; t < net::tensor_count; ++t)
+    for (std::size_t c = 0; c < e.all[t].size(); ++c) {
+      e.all[t][c] /= std::max(all_count[t][c], 1.0);
+      e.linear[t][c] /= std::max(linear_count[t][c], 1.0);
+    }
+  return e;
+}
+
+/// Empirical bias correction: the part of a layer's mean output error that its input's mean error
+/// does not explain (through the layer's float filter) is the layer's own; its float bias loses it.
+template <class Net, std::size_t I, class FloatWeights>
+void correct_bias_empirically(FloatWeights& fw, const tensor_errors& e) {
+  auto& layer = fw.template layer<I>();
+  if constexpr (requires { layer.filter; }) {
+    const layer_node node = Net::topology.layers[I];
+    const std::vector<double>& in = e.all[std::size_t(node.inputs[0])];
+    const std::vector<double>& out = e.linear[std::size_t(node.output)];
+    const std::size_t cout = layer.bias.size(), cin = in.size(), per_output = layer.filter.size() / cout;
+    const bool depthwise = Net::template layer<I>::kind == "depthwise";
+    for (std::size_t o = 0; o < cout; ++o) {
+      double propagated = 0;
+      for (std::size_t k = 0; k < per_output; ++k)
+        propagated += depthwise ? layer.filter[k * cout + o] * in[o] : layer.filter[o * per_output + k] * in[k % cin];
+      layer.bias[o] = static_cast<float>(layer.bias[o] - (out[o] - propagated));
+    }
+  }
+}
+
 }  // namespace detail
 
 /// Quantizes with calibrated ranges, then once more with bias-corrected float biases. The
@@ -186,7 +267,9 @@ void correct_bias(FloatWeights& fw, const typename Net::weights& qw, const calib
 /// bias absorbs the difference (exact away from the border).
 template <quantized_element T>
 std::unique_ptr<model<T>> quantize_face_model(const float_model<T>& source, const calibration& cal,
-                                              bool bias_correction = true) {
+                                              bool bias_correction = true,
+                                              const std::vector<std::vector<float>>* empirical_inputs = nullptr,
+                                              int empirical_passes = 1) {
   using net = ssd_mobilenet_v1<T>;
   auto shifted = std::make_unique<tools::float_weights<net>>(source.weights);
   auto& stem = shifted->template layer<0>();
@@ -204,6 +287,14 @@ std::unique_ptr<model<T>> quantize_face_model(const float_model<T>& source, cons
   if (bias_correction) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (detail::correct_bias<net, I>(*shifted, result->weights, cal), ...);
+    }(std::make_index_sequence<net::layer_count>{});
+    if (!tools::quantize_network<net>(*shifted, cal.ranges, result->weights, options))
+      throw std::runtime_error("face model: quantization failed");
+  }
+  for (int pass = 0; empirical_inputs != nullptr && pass < empirical_passes; ++pass) {
+    const detail::tensor_errors errors = detail::measure_errors<T>(source.weights, result->weights, *empirical_inputs);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (detail::correct_bias_empirically<net, I>(*shifted, errors), ...);
     }(std::make_index_sequence<net::layer_count>{});
     if (!tools::quantize_network<net>(*shifted, cal.ranges, result->weights, options))
       throw std::runtime_error("face model: quantization failed");

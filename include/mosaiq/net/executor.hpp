@@ -1,6 +1,6 @@
 // How each network layer runs: one small executor per layer kind, the only place that names a
-// kernel. Conv2d, depthwise, pointwise, resize and softmax run the generated kernels of ops/
-// (bit-exact with the reference ops); pooling, add and concat still call the scalar reference ops.
+// kernel. Every layer runs a kernel of ops/ (conv2d, depthwise, pointwise, pooling, resize,
+// softmax, add, concat), each bit-exact with its reference op.
 // Pointing a layer at another kernel means changing its executor only: the network and its memory
 // plan follow.
 //
@@ -27,7 +27,9 @@
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/ops/conv.hpp"
 #include "mosaiq/ops/depthwise.hpp"
+#include "mosaiq/ops/eltwise.hpp"
 #include "mosaiq/ops/pointwise.hpp"
+#include "mosaiq/ops/pool.hpp"
 #include "mosaiq/ops/resize.hpp"
 #include "mosaiq/ops/softmax.hpp"
 #include "mosaiq/reference/conv.hpp"
@@ -139,30 +141,31 @@ struct executor<layers::pointwise<C>, T, R, In, Out>
 template <layers::pool_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::average_pool<C>, T, R, In, Out> : detail::same_quantization_executor {
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
-    reference::average_pool<T>(in[0], out, {.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act},
-                               s.output);
+    mosaiq::average_pool<T>(in[0], out, {.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act},
+                            s.output);
   }
 };
 
 template <layers::pool_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::max_pool<C>, T, R, In, Out> : detail::same_quantization_executor {
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
-    reference::max_pool<T>(in[0], out, {.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act}, s.output);
+    mosaiq::max_pool<T>(in[0], out, {.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act}, s.output);
   }
 };
 
 template <int U, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::global_average_pool<U>, T, R, In, Out> : detail::plain_executor {
+  // The MEAN recipe (multiplier, divisor, offsets) depends on the input's pixel count only: built at load time.
   struct state {
-    quant_params input{};
+    reference::global_pool_params params;
     quant_params output{};
   };
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 1>& in) {
-    return {in[0], w.output};
+    return {reference::make_global_average_pool_params<R, T>(in[0], w.output, In.height * In.width), w.output};
   }
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
-    reference::global_average_pool<R, T>(in[0], out, s.input, s.output);
+    mosaiq::global_average_pool<R, T>(in[0], out, s.params);
   }
 };
 
@@ -206,19 +209,17 @@ struct executor<layers::softmax<C>, T, R, In, Out> {
 
 template <fixed_string Tapped, activation Act, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::add<Tapped, Act>, T, R, In, Out> {
-  // Element i of the output only reads element i of the inputs.
+  // Output element i only depends on input elements i, and the kernel reads every block of 16
+  // elements before it writes it (mosaiq::add's contract: out may be exactly a or b).
   static constexpr bool in_place = true;
   static constexpr std::size_t scratch_bytes(shape, shape) noexcept { return 0; }
-  struct state {
-    reference::add_params params;
-    quant_params output{};
-  };
+  using state = detail::kernel_state<mosaiq::add<T, R>>;
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 2>& in) {
-    return {reference::make_add_params<T>(in[0], in[1], w.output, Act), w.output};
+    return {mosaiq::add<T, R>(in[0], in[1], w.output, Act), w.output};
   }
   static void run(const state& s, const input_views<T, 2>& in, tensor_view<T> out, std::span<std::byte>) {
-    reference::add<R, T>(in[0], in[1], out, s.params);
+    s.kernel(in[0], in[1], out);
   }
 };
 
@@ -236,7 +237,7 @@ struct executor<layers::concat<Tapped...>, T, R, In, Out> : detail::plain_execut
   static void run(const state& s, const input_views<T, arity>& in, tensor_view<T> out, std::span<std::byte>) {
     std::array<reference::concat_input<T>, arity> parts{};
     for (std::size_t i = 0; i < arity; ++i) parts[i] = {in[i], s.inputs[i]};
-    reference::concat<T>(std::span<const reference::concat_input<T>>(parts), out, s.output);
+    mosaiq::concat<T>(std::span<const reference::concat_input<T>>(parts), out, s.output);
   }
 };
 

@@ -34,6 +34,19 @@
 // The block loop takes its rows from a "row source" template argument (detail::pw::pixel_rows
 // here: the input pixels); ops/conv.hpp runs the same loop on patches it gathers per block, so a
 // KxK convolution is this GEMM with K = KH * KW * Cin and no im2col buffer.
+//
+// AMX. In the x86-64 Linux AVX-512 VNNI build (simd/amx.hpp: MOSAIQ_HAS_AMX_PATH) a layer loaded
+// while simd::amx::enabled() (the CPU has AMX-TILE/AMX-INT8 and Linux granted the tile state) runs
+// tile GEMMs instead: uses_amx() says which. Its weights are packed per block of 16 channels as
+// [k group][16][4] over K zero-padded to a multiple of 64, so a B tile (16 k groups) is 1 KB at
+// stride 64; input rows are packed as above but padded to 64 bytes, unflipped (tdpbusd multiplies
+// u8 inputs, tdpbssd i8 inputs, both with int8 w'), so the folded bias uses offset 0. Each register
+// tile is 32 pixels x 32 channels (2 A x 2 B tiles into 4 int32 C tiles), stored to one of two
+// 4 KB buffers and requantized, while the tile unit computes the next tile, with the VNNI path's
+// AVX-512 epilogue (bias, split-weight pixel offsets, multiplier and shifts, zero point, clamp) -
+// equal bit for bit. Pixel tails compute a whole
+// 16- or 32-row tile (the workspace block is a multiple of 32 rows; rows past the block's end are
+// not stored), the channel tail is one 16-channel block, padded with zero weights and masked stores.
 #pragma once
 
 #include <algorithm>
@@ -53,6 +66,7 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/detail/common.hpp"
 #include "mosaiq/reference/conv_common.hpp"
+#include "mosaiq/simd/amx.hpp"
 #include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/gemm_x86.hpp"
 #include "mosaiq/simd/neon.hpp"
@@ -520,6 +534,17 @@ class pointwise {
   // int8 weights hold w - filter_zp of a uint8 filter only sometimes; int16 weights always.
   static constexpr bool may_split = std::same_as<weight_type, std::int8_t> && !is_int8;
   static constexpr rounding R = Cfg.round;
+#if MOSAIQ_HAS_AMX_PATH
+  // The AMX path exists in this build (it runs only where simd::amx::enabled() at load).
+  static constexpr bool amx_compiled = std::same_as<path, detail::pw::vnni_path>;
+#else
+  static constexpr bool amx_compiled = false;
+#endif
+  static constexpr int amx_rows = 32;  // pixels per AMX register tile (and per workspace block unit)
+  // The AMX epilogue's requantization: requantize_epi32, or requant_lanes without/with left shifts.
+  // lanes_folded: requant_lanes without left shifts, the output zero point folded into the 64-bit
+  // rounding offsets and the clamp left to saturating narrowing (no activation clamp).
+  enum class amx_requant : std::uint8_t { general, lanes, lanes_left, lanes_folded };
 
   friend struct detail::pw::rows_access;
 
@@ -543,13 +568,20 @@ class pointwise {
   int input_channels() const noexcept { return channels_; }
   static constexpr int output_channels() noexcept { return out_channels; }
 
-  /// The register tile this instantiation runs (the config's, or the ISA default).
+  /// The register tile this instantiation runs (the config's, or the ISA default); an AMX layer
+  /// (uses_amx()) runs 32 x 32 tiles instead.
   static constexpr pointwise_tile tile() noexcept { return {tile_pixels, tile_blocks * detail::pw::block}; }
+
+  /// Whether this layer runs the AMX tile path (chosen at load: simd::amx::enabled() then).
+  bool uses_amx() const noexcept { return amx_; }
 
   static constexpr shape output_shape(shape in) noexcept { return {in.height, in.width, out_channels}; }
 
   /// Scratch bytes a run on `in` needs (any alignment; the run aligns inside it).
   static constexpr std::size_t workspace_bytes(shape in) noexcept {
+    // Enough for either path: which one runs is known at load time only.
+    if constexpr (amx_compiled)
+      return std::max(layout_for(in.channels, in.pixels()).total, layout_for(in.channels, in.pixels(), true).total);
     return layout_for(in.channels, in.pixels()).total;
   }
 
@@ -572,16 +604,19 @@ class pointwise {
     std::size_t input = 0, offsets = 0, total = 0;
   };
 
-  static constexpr layout layout_for(int input_channels, std::size_t pixels) noexcept {
+  /// `amx`: the AMX path's layout (rows padded to 64 bytes, blocks of whole 32-row tiles).
+  static constexpr layout layout_for(int input_channels, std::size_t pixels, bool amx = false) noexcept {
     using detail::kernel::align, detail::kernel::round_up;
     layout l;
-    l.k_groups = (std::max(input_channels, 1) + detail::pw::group - 1) / detail::pw::group;
+    const int k_align = amx ? 64 : detail::pw::group;
+    const int unit = amx ? amx_rows : tile_pixels;
+    l.k_groups = (std::max(input_channels, 1) + k_align - 1) / k_align * (k_align / detail::pw::group);
     l.row_elements = static_cast<std::size_t>(l.k_groups) * detail::pw::group;
     const std::size_t row_bytes = l.row_elements * sizeof(input_type);
-    const std::size_t fit = std::max<std::size_t>(detail::pw::input_block_bytes / row_bytes / tile_pixels, 1);
-    const std::size_t tiles = std::min({fit, std::size_t(detail::pw::max_block_pixels / tile_pixels),
-                                        std::max<std::size_t>((pixels + tile_pixels - 1) / tile_pixels, 1)});
-    l.block_pixels = static_cast<int>(tiles) * tile_pixels;
+    const std::size_t fit = std::max<std::size_t>(detail::pw::input_block_bytes / row_bytes / unit, 1);
+    const std::size_t tiles = std::min({fit, std::size_t(detail::pw::max_block_pixels / unit),
+                                        std::max<std::size_t>((pixels + unit - 1) / unit, 1)});
+    l.block_pixels = static_cast<int>(tiles) * unit;
     std::size_t at = 0;
     l.input = at;
     at += round_up(static_cast<std::size_t>(l.block_pixels) * row_bytes, align);
@@ -589,6 +624,14 @@ class pointwise {
     at += round_up(static_cast<std::size_t>(l.block_pixels) * sizeof(std::int32_t), align);
     l.total = at + align;  // slack to align the caller's pointer
     return l;
+  }
+
+  /// Rows per Rows::pack call of either path (what a row source's own staging must hold).
+  static constexpr int any_block_pixels(int input_channels, std::size_t pixels) noexcept {
+    if constexpr (amx_compiled)
+      return std::max(layout_for(input_channels, pixels).block_pixels,
+                      layout_for(input_channels, pixels, true).block_pixels);
+    return layout_for(input_channels, pixels).block_pixels;
   }
 
   void load(const T* filter, const std::int32_t* bias, int input_channels, const reference::conv_requant& q) {
@@ -605,7 +648,20 @@ class pointwise {
       split_weights_ =
           detail::kernel::needs_split_weights(filter, static_cast<std::size_t>(out_channels) * input_channels, filter_zp);
 
-    weights_.assign(static_cast<std::size_t>(blocks) * k_groups * detail::pw::block_elements, weight_type{0});
+    amx_ = false;
+#if MOSAIQ_HAS_AMX_PATH
+    if constexpr (amx_compiled) amx_ = simd::amx::enabled();
+#endif
+    // AMX multiplies unflipped bytes: u8 inputs with tdpbusd, i8 inputs with tdpbssd (offset 0).
+    const std::int32_t offset = amx_ ? 0 : input_offset;
+    const int amx_k_groups = layout_for(input_channels, 1, true).k_groups;
+    if (amx_) {
+      weights_.clear();
+      amx_weights_.assign(static_cast<std::size_t>(blocks) * amx_k_groups * detail::pw::block_elements, 0);
+    } else {
+      amx_weights_.clear();
+      weights_.assign(static_cast<std::size_t>(blocks) * k_groups * detail::pw::block_elements, weight_type{0});
+    }
     bias_.assign(padded_channels, 0);
     mult_.assign(padded_channels, 0);
     left_.assign(padded_channels, 0);
@@ -616,22 +672,61 @@ class pointwise {
       const int tile_index = b / tile_blocks, first = tile_index * tile_blocks;
       const int nb = tile_index < full_tiles ? tile_blocks : tail_blocks;
       weight_type* tile_weights =
-          weights_.data() + static_cast<std::size_t>(first) * k_groups * detail::pw::block_elements;
+          amx_ ? nullptr : weights_.data() + static_cast<std::size_t>(first) * k_groups * detail::pw::block_elements;
       std::int64_t weight_sum = 0;
       for (int k = 0; k < input_channels; ++k) {
         const std::int32_t raw = filter[static_cast<std::size_t>(c) * input_channels + k];
         weight_sum += raw - filter_zp;
         const int g = k / detail::pw::group, t = k % detail::pw::group;
-        tile_weights[(static_cast<std::size_t>(g) * nb + (b - first)) * detail::pw::block_elements +
-                     static_cast<std::size_t>(lane) * detail::pw::group + t] =
-            static_cast<weight_type>(split_weights_ ? raw - 128 : raw - filter_zp);
+        const std::int32_t w = split_weights_ ? raw - 128 : raw - filter_zp;
+        if (amx_) {
+          // Block b's panel [k group][16][4]: B tile s is k groups 16s..16s+15, 64 bytes apart.
+          amx_weights_[(static_cast<std::size_t>(b) * amx_k_groups + g) * detail::pw::block_elements +
+                       static_cast<std::size_t>(lane) * detail::pw::group + t] = static_cast<std::int8_t>(w);
+        } else {
+          tile_weights[(static_cast<std::size_t>(g) * nb + (b - first)) * detail::pw::block_elements +
+                       static_cast<std::size_t>(lane) * detail::pw::group + t] = static_cast<weight_type>(w);
+        }
       }
       // Wrapping int32 arithmetic, like the accumulators.
-      const std::int64_t folded = (bias ? bias[c] : 0) + (input_offset - q.input_zero_point) * weight_sum;
+      const std::int64_t folded = (bias ? bias[c] : 0) + (offset - q.input_zero_point) * weight_sum;
       bias_[c] = static_cast<std::int32_t>(static_cast<std::uint32_t>(folded));
       const requant_scale s = q.scale_for(c);
       mult_[c] = s.multiplier, left_[c] = s.left_shift, right_[c] = s.right_shift;
     }
+#if MOSAIQ_HAS_AMX_PATH
+    // The AMX epilogue requantizes with one 64-bit product per lane where the scales allow it
+    // (simd::avx512::requant_lanes; equal to requantize_epi32, fewer instructions): with tiny K the
+    // epilogue, not the tile multiplies, is what an AMX layer spends its time on.
+    if (amx_) {
+      amx_lanes_.assign(static_cast<std::size_t>(blocks), {});
+      bool supported = true, left_shift = false;
+      for (int at = 0; at < padded_channels; ++at) {
+        const requant_scale s{mult_[at], left_[at], right_[at]};
+        supported = supported && simd::avx512::requant_lanes::supports<R>(s);
+        left_shift = left_shift || s.left_shift != 0;
+        amx_lanes_[at / detail::pw::block].template set_lane<R>(at % detail::pw::block, s);
+      }
+      amx_requant_ = !supported ? amx_requant::general : left_shift ? amx_requant::lanes_left : amx_requant::lanes;
+      // (x*M + offset + zp * 2^s) >> s is ((x*M + offset) >> s) + zp while the sum fits int64:
+      // |x*M| < 2^62 and |zp| * 2^s <= 2^60 for s <= 52.
+      bool small_shifts = true;
+      for (const auto& l : amx_lanes_)
+        for (int i = 0; i < 8; ++i) small_shifts = small_shifts && l.shift_even[i] <= 52 && l.shift_odd[i] <= 52;
+      const bool full_range = q.clamp.min == element_traits<T>::min && q.clamp.max == element_traits<T>::max;
+      if (amx_requant_ == amx_requant::lanes && small_shifts && full_range) {
+        amx_requant_ = amx_requant::lanes_folded;
+        const std::int64_t zp = q.output_zero_point;
+        for (auto& l : amx_lanes_)
+          for (int i = 0; i < 8; ++i) {
+            l.offset_even[i] += zp * (std::int64_t{1} << l.shift_even[i]);
+            l.negative_offset_even[i] += zp * (std::int64_t{1} << l.shift_even[i]);
+            l.offset_odd[i] += zp * (std::int64_t{1} << l.shift_odd[i]);
+            l.negative_offset_odd[i] += zp * (std::int64_t{1} << l.shift_odd[i]);
+          }
+      }
+    }
+#endif
     output_zero_point_ = q.output_zero_point;
     clamp_ = q.clamp;
     split_factor_ = 128 - filter_zp;
@@ -666,6 +761,14 @@ class pointwise {
   template <class Rows>
   [[gnu::noinline]] void run_rows(const Rows& rows, std::ptrdiff_t pixels, std::size_t image_pixels, T* destination,
                                   std::ptrdiff_t out_stride, std::uint8_t* base) const noexcept {
+#if MOSAIQ_HAS_AMX_PATH
+    if constexpr (amx_compiled) {
+      if (amx_) {
+        run_rows_amx(rows, pixels, image_pixels, destination, out_stride, base);
+        return;
+      }
+    }
+#endif
     const layout l = layout_for(channels_, image_pixels);
     auto* const packed = reinterpret_cast<input_type*>(base + l.input);
     auto* const pixel_offsets = reinterpret_cast<std::int32_t*>(base + l.offsets);
@@ -730,12 +833,150 @@ class pointwise {
     if constexpr (MR > 1) run_pixel_tiles<MR / 2, NB>(job, p, block_pixels);
   }
 
+#if MOSAIQ_HAS_AMX_PATH
+  /// run_rows on the AMX path: per block of rows, pack them (64-byte padded, unflipped), then per
+  /// pair of channel blocks (and one last single block) run 32- or 16-row tiles over the block.
+  template <class Rows>
+  void run_rows_amx(const Rows& rows, std::ptrdiff_t pixels, std::size_t image_pixels, T* destination,
+                    std::ptrdiff_t out_stride, std::uint8_t* base) const noexcept {
+    const layout l = layout_for(channels_, image_pixels, true);
+    auto* const packed = reinterpret_cast<input_type*>(base + l.input);
+    auto* const pixel_offsets = reinterpret_cast<std::int32_t*>(base + l.offsets);
+    const int padded = static_cast<int>(l.row_elements);
+    const simd::amx::tile_config config = simd::amx::full_tiles();
+    simd::amx::load_config(config);
+    alignas(64) std::int32_t c[2 * amx_rows * 2 * detail::pw::block];  // two C buffers, alternating
+    for (std::ptrdiff_t p0 = 0; p0 < pixels; p0 += l.block_pixels) {
+      const int block_pixels = static_cast<int>(std::min<std::ptrdiff_t>(l.block_pixels, pixels - p0));
+      if (split_weights_) {
+        rows.template pack<path, true>(p0, block_pixels, packed, padded, 0, pixel_offsets, split_factor_);
+      } else {
+        rows.template pack<path, false>(p0, block_pixels, packed, padded, 0, pixel_offsets, 0);
+        std::fill_n(pixel_offsets, block_pixels, 0);
+      }
+      T* const block_out = destination + p0 * out_stride;
+      switch (amx_requant_) {
+        case amx_requant::lanes_folded:
+          run_amx_block_pairs<amx_requant::lanes_folded>(packed, padded, pixel_offsets, block_pixels, block_out,
+                                                         out_stride, c);
+          break;
+        case amx_requant::lanes:
+          run_amx_block_pairs<amx_requant::lanes>(packed, padded, pixel_offsets, block_pixels, block_out, out_stride, c);
+          break;
+        case amx_requant::lanes_left:
+          run_amx_block_pairs<amx_requant::lanes_left>(packed, padded, pixel_offsets, block_pixels, block_out,
+                                                       out_stride, c);
+          break;
+        default:
+          run_amx_block_pairs<amx_requant::general>(packed, padded, pixel_offsets, block_pixels, block_out, out_stride,
+                                                    c);
+      }
+    }
+    simd::amx::release();
+  }
+
+  template <amx_requant Q>
+  void run_amx_block_pairs(const input_type* packed, int padded, const std::int32_t* pixel_offsets, int block_pixels,
+                           T* block_out, std::ptrdiff_t out_stride, std::int32_t* c) const noexcept {
+    int b = 0;
+    for (; b + 2 <= blocks; b += 2)
+      run_amx_blocks<2, Q>(b, packed, padded, pixel_offsets, block_pixels, block_out, out_stride, c);
+    if constexpr (blocks % 2 != 0)
+      run_amx_blocks<1, Q>(b, packed, padded, pixel_offsets, block_pixels, block_out, out_stride, c);
+  }
+
+  /// NB channel blocks from `first_block` over the block's rows, 32 (or a last 16) at a time,
+  /// software-pipelined: tile i's multiplies are issued, then tile i-1's sums (in the other C
+  /// buffer) are requantized while the tile unit works, then tile i is stored.
+  template <int NB, amx_requant Q>
+  void run_amx_blocks(int first_block, const input_type* packed, int padded, const std::int32_t* pixel_offsets,
+                      int block_pixels, T* block_out, std::ptrdiff_t out_stride, std::int32_t* c) const noexcept {
+    constexpr int block = detail::pw::block;
+    const int c0 = first_block * block;
+    const std::ptrdiff_t panel_bytes = static_cast<std::ptrdiff_t>(padded) * block;  // one block's weights
+    const auto* b = reinterpret_cast<const std::int8_t*>(amx_weights_.data()) + first_block * panel_bytes;
+    const int k_steps = padded / simd::amx::k_step;
+    const auto* a = reinterpret_cast<const std::uint8_t*>(packed);
+    constexpr int buffer = amx_rows * 2 * block;
+    int previous = -1, previous_rows = 0;
+    for (int p = 0, i = 0; p < block_pixels; p += amx_rows, ++i) {
+      const int rows = std::min(amx_rows, block_pixels - p);
+      std::int32_t* const sums = c + (i % 2) * buffer;
+      const std::uint8_t* const rows_at = a + static_cast<std::ptrdiff_t>(p) * padded;
+      if (rows > 16)
+        simd::amx::gemm_compute<2, NB, is_int8>(rows_at, padded, b, panel_bytes, k_steps);
+      else
+        simd::amx::gemm_compute<1, NB, is_int8>(rows_at, padded, b, panel_bytes, k_steps);
+      if (previous >= 0)
+        requantize_amx<NB, Q>(c + ((i + 1) % 2) * buffer, previous_rows, pixel_offsets + previous, c0,
+                              block_out + previous * out_stride + c0, out_stride);
+      if (rows > 16)
+        simd::amx::gemm_store<2, NB>(sums);
+      else
+        simd::amx::gemm_store<1, NB>(sums);
+      previous = p, previous_rows = rows;
+    }
+    if (previous >= 0) {
+      const int i = previous / amx_rows;
+      requantize_amx<NB, Q>(c + (i % 2) * buffer, previous_rows, pixel_offsets + previous, c0,
+                            block_out + previous * out_stride + c0, out_stride);
+    }
+  }
+
+  /// The VNNI path's epilogue on `rows` rows of NB * 16 int32 dot products.
+  template <int NB, amx_requant Q>
+  [[gnu::always_inline]] void requantize_amx(const std::int32_t* c, int rows, const std::int32_t* pixel_offset, int c0,
+                                             T* out, std::ptrdiff_t out_stride) const noexcept {
+    constexpr int block = detail::pw::block;
+    const __m512i zp = _mm512_set1_epi32(output_zero_point_), lo = _mm512_set1_epi32(clamp_.min),
+                  hi = _mm512_set1_epi32(clamp_.max);
+#pragma GCC unroll 2
+    for (int b = 0; b < NB; ++b) {
+      const int valid = out_channels - (c0 + b * block);
+      const __mmask16 store_mask = valid >= block ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1u);
+      const int ch = c0 + b * block;
+      const __m512i bias = _mm512_loadu_si512(bias_.data() + ch), multiplier = _mm512_loadu_si512(mult_.data() + ch),
+                    left = _mm512_loadu_si512(left_.data() + ch), right = _mm512_loadu_si512(right_.data() + ch);
+      const simd::avx512::requant_lanes& lanes = amx_lanes_[static_cast<std::size_t>(ch / block)];
+      const bool split = split_weights_;
+      for (int r = 0; r < rows; ++r) {
+        __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + r * NB * block + b * block), bias);
+        if (split) acc = _mm512_add_epi32(acc, _mm512_set1_epi32(pixel_offset[r]));
+        T* const to = out + r * out_stride + b * block;
+        if constexpr (Q == amx_requant::lanes_folded) {
+          const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier<false>(acc, lanes);
+          if constexpr (is_int8)
+            _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
+          else
+            _mm512_mask_cvtusepi32_storeu_epi8(to, store_mask, _mm512_max_epi32(v, _mm512_setzero_si512()));
+          continue;
+        }
+        __m512i v;
+        if constexpr (Q == amx_requant::general) {
+          v = simd::avx512::requantize_epi32<R>(acc, multiplier, left, right, zp, lo, hi);
+        } else {
+          v = _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier<Q == amx_requant::lanes_left>(acc, lanes),
+                               zp);
+          v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+        }
+        _mm_mask_storeu_epi8(out + r * out_stride + b * block, store_mask, _mm512_cvtepi32_epi8(v));
+      }
+    }
+  }
+#endif
+
+#if MOSAIQ_HAS_AMX_PATH
+  std::vector<simd::avx512::requant_lanes> amx_lanes_;  // AMX layers: per block of 16 channels
+#endif
   int channels_ = 0;
   bool ready_ = false;
+  bool amx_ = false;
+  amx_requant amx_requant_ = amx_requant::general;
   bool split_weights_ = false;
   std::int32_t output_zero_point_ = 0, split_factor_ = 0;
   clamp_range clamp_{};
   std::vector<weight_type> weights_;  // per channel tile: [k group][block][16][4]
+  std::vector<std::int8_t> amx_weights_;  // AMX layers: per block [k group (K padded to 64)][16][4]
   std::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
 };
 
@@ -749,7 +990,7 @@ struct rows_access {
   /// Rows per block (per Rows::pack call) of a run with `image_pixels` rows per image.
   template <class Layer>
   static constexpr int block_pixels(int channels, std::size_t image_pixels) noexcept {
-    return Layer::layout_for(channels, image_pixels).block_pixels;
+    return Layer::any_block_pixels(channels, image_pixels);
   }
   template <class Layer, class Rows>
   static void run(const Layer& layer, const Rows& rows, std::ptrdiff_t pixels, std::size_t image_pixels,

@@ -1,0 +1,300 @@
+// bench_eltwise: the element-wise and pooling ops of the portrait network, `<op>/<impl>/<case>`, one thread.
+// mosaiq's add, global_average_pool, average_pool and max_pool against XNNPACK's operators (add_nd_qu8/qs8,
+// global_average_pooling_nwc_qu8/qs8, average_pooling2d_nhwc_qu8 (XNNPACK has no qs8 average pool),
+// max_pooling2d_nhwc_u8/s8), and a memcpy of the op's input bytes: the bandwidth floor of a one-pass op.
+// Every implementation's output is first checked against mosaiq::reference (mosaiq exact, XNNPACK within 1 LSB:
+// it requantizes with its own fixed-point or float formulas).
+#include "mosaiq/ops/eltwise.hpp"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "baselines.hpp"
+#include "common.hpp"
+#include "mosaiq/ops/pool.hpp"
+#include "mosaiq/reference/eltwise.hpp"
+#include "mosaiq/reference/pool.hpp"
+
+namespace mosaiq::bench {
+namespace {
+
+/// One workload: inputs, the reference output, and the byte count of its inputs (the memcpy row copies as many).
+template <quantized_element T>
+struct problem {
+  std::string op, case_name;
+  aligned_buffer<T> a, b, expected;
+  std::int64_t input_bytes = 0;
+};
+
+template <quantized_element T>
+std::string dims_name(shape s) {
+  return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" + std::to_string(s.channels);
+}
+
+/// Times `run` after checking `out` against the reference once (at most `tolerance` LSB apart).
+template <quantized_element T>
+void register_checked(std::string_view impl, std::shared_ptr<problem<T>> p, std::shared_ptr<aligned_buffer<T>> out,
+                      std::function<void()> run, int tolerance, std::string label) {
+  register_row(p->op, impl, p->case_name, [p, out, run, tolerance, label](benchmark::State& state) {
+    run();
+    const output_match m = compare_outputs<T>(out->span(), p->expected.span());
+    if (m.max_abs_diff > tolerance) {
+      state.SkipWithError(("output differs from mosaiq::reference: " + m.text()).c_str());
+      return;
+    }
+    for (auto _ : state) {
+      run();
+      benchmark::ClobberMemory();
+    }
+    // MB/s counts input bytes, so rates compare directly with the memcpy row.
+    state.SetBytesProcessed(state.iterations() * p->input_bytes);
+    state.SetLabel(label + (label.empty() ? "" : "; ") + "vs reference: " + m.text());
+  });
+}
+
+template <quantized_element T>
+void register_memcpy(std::shared_ptr<problem<T>> p) {
+  const auto bytes = static_cast<std::size_t>(p->input_bytes);
+  auto source = std::make_shared<aligned_buffer<std::uint8_t>>(bytes);
+  auto target = std::make_shared<aligned_buffer<std::uint8_t>>(bytes);
+  register_row(p->op, "memcpy", p->case_name, [p, source, target, bytes](benchmark::State& state) {
+    for (auto _ : state) {
+      std::memcpy(target->data(), source->data(), bytes);
+      benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * p->input_bytes);
+    state.SetLabel("input bytes copied");
+  });
+}
+
+const std::string isa_label(simd::to_string(simd::native_isa));
+
+template <quantized_element T>
+constexpr std::int32_t zero_point(int offset) {
+  return std::same_as<T, u8> ? 128 + offset : offset;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// add
+// ---------------------------------------------------------------------------------------------------------------
+
+template <quantized_element T>
+void register_add(shape dims) {
+  const quant_params qa{0.05f, zero_point<T>(-3)}, qb{0.03f, zero_point<T>(9)}, qo{0.07f, zero_point<T>(2)};
+  auto p = std::make_shared<problem<T>>();
+  p->op = "add";
+  p->case_name = dims_name<T>(dims) + "_" + std::string(element_name<T>());
+  p->a = aligned_buffer<T>(dims.elements());
+  p->b = aligned_buffer<T>(dims.elements());
+  p->expected = aligned_buffer<T>(dims.elements());
+  p->input_bytes = static_cast<std::int64_t>(2 * dims.elements());
+  std::mt19937 rng(42);
+  fill_uniform(p->a.span(), element_traits<T>::min, element_traits<T>::max, rng);
+  fill_uniform(p->b.span(), element_traits<T>::min, element_traits<T>::max, rng);
+  const auto view = [dims](auto& buffer) { return tensor_view<T>(buffer.data(), dims); };
+  const auto cview = [dims](const auto& buffer) { return tensor_view<const T>(buffer.data(), dims); };
+  const add<T> kernel(qa, qb, qo, activation::none);
+  reference::add<rounding::tflite_reference, T>(cview(p->a), cview(p->b), view(p->expected), kernel.params());
+
+  auto out = std::make_shared<aligned_buffer<T>>(dims.elements());
+  register_checked<T>(
+      "mosaiq", p, out, [p, out, kernel, view, cview] { kernel(cview(p->a), cview(p->b), view(*out)); }, 0, isa_label);
+#if MOSAIQ_BENCH_XNNPACK
+  xnnpack::initialize();
+  auto xout = std::make_shared<aligned_buffer<T>>(dims.elements());
+  const std::array<std::size_t, 4> shape4{1, static_cast<std::size_t>(dims.height),
+                                          static_cast<std::size_t>(dims.width),
+                                          static_cast<std::size_t>(dims.channels)};
+  xnn_operator_t op = nullptr;
+  if constexpr (std::same_as<T, u8>) {
+    xnnpack::check(xnn_create_add_nd_qu8(static_cast<std::uint8_t>(qa.zero_point), qa.scale,
+                                         static_cast<std::uint8_t>(qb.zero_point), qb.scale,
+                                         static_cast<std::uint8_t>(qo.zero_point), qo.scale, 0, 255, 0, &op),
+                   "create add qu8");
+    xnnpack::check(
+        xnn_setup_add_nd_qu8(op, 4, shape4.data(), 4, shape4.data(), p->a.data(), p->b.data(), xout->data(), nullptr),
+        "setup add qu8");
+  } else {
+    xnnpack::check(xnn_create_add_nd_qs8(static_cast<std::int8_t>(qa.zero_point), qa.scale,
+                                         static_cast<std::int8_t>(qb.zero_point), qb.scale,
+                                         static_cast<std::int8_t>(qo.zero_point), qo.scale, -128, 127, 0, &op),
+                   "create add qs8");
+    xnnpack::check(
+        xnn_setup_add_nd_qs8(op, 4, shape4.data(), 4, shape4.data(), p->a.data(), p->b.data(), xout->data(), nullptr),
+        "setup add qs8");
+  }
+  auto owned = std::shared_ptr<xnn_operator>(op, xnnpack::operator_deleter{});
+  register_checked<T>(
+      "xnnpack", p, xout, [owned] { xnnpack::check(xnn_run_operator(owned.get(), nullptr), "run"); }, 1, "");
+#endif
+  register_memcpy<T>(p);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// global average pool
+// ---------------------------------------------------------------------------------------------------------------
+
+template <quantized_element T>
+void register_global_average_pool(shape dims) {
+  const quant_params qi{0.05f, zero_point<T>(-5)}, qo{0.02f, zero_point<T>(4)};
+  auto p = std::make_shared<problem<T>>();
+  p->op = "global_average_pool";
+  p->case_name = dims_name<T>(dims) + "_" + std::string(element_name<T>());
+  p->a = aligned_buffer<T>(dims.elements());
+  p->expected = aligned_buffer<T>(static_cast<std::size_t>(dims.channels));
+  p->input_bytes = static_cast<std::int64_t>(dims.elements());
+  std::mt19937 rng(42);
+  fill_uniform(p->a.span(), element_traits<T>::min, element_traits<T>::max, rng);
+  const shape out_dims{1, 1, dims.channels};
+  reference::global_average_pool<rounding::tflite_reference, T>(tensor_view<const T>(p->a.data(), dims),
+                                                                tensor_view<T>(p->expected.data(), out_dims), qi, qo);
+
+  auto out = std::make_shared<aligned_buffer<T>>(out_dims.elements());
+  const global_pool_params params =
+      reference::make_global_average_pool_params<rounding::tflite_reference, T>(qi, qo, dims.height * dims.width);
+  register_checked<T>(
+      "mosaiq", p, out,
+      [p, out, params, dims, out_dims] {
+        global_average_pool<rounding::tflite_reference, T>(tensor_view<const T>(p->a.data(), dims),
+                                                           tensor_view<T>(out->data(), out_dims), params);
+      },
+      0, isa_label);
+#if MOSAIQ_BENCH_XNNPACK
+  xnnpack::initialize();
+  auto xout = std::make_shared<aligned_buffer<T>>(out_dims.elements());
+  const auto channels = static_cast<std::size_t>(dims.channels);
+  const auto pixels = static_cast<std::size_t>(dims.height) * static_cast<std::size_t>(dims.width);
+  xnn_operator_t op = nullptr;
+  if constexpr (std::same_as<T, u8>) {
+    xnnpack::check(xnn_create_global_average_pooling_nwc_qu8(
+                       channels, channels, channels, static_cast<std::uint8_t>(qi.zero_point), qi.scale,
+                       static_cast<std::uint8_t>(qo.zero_point), qo.scale, 0, 255, 0, &op),
+                   "create global average pooling qu8");
+    xnnpack::check(xnn_setup_global_average_pooling_nwc_qu8(op, 1, pixels, p->a.data(), xout->data(), nullptr),
+                   "setup global average pooling qu8");
+  } else {
+    xnnpack::check(xnn_create_global_average_pooling_nwc_qs8(
+                       channels, channels, channels, static_cast<std::int8_t>(qi.zero_point), qi.scale,
+                       static_cast<std::int8_t>(qo.zero_point), qo.scale, -128, 127, 0, &op),
+                   "create global average pooling qs8");
+    xnnpack::check(xnn_setup_global_average_pooling_nwc_qs8(op, 1, pixels, p->a.data(), xout->data(), nullptr),
+                   "setup global average pooling qs8");
+  }
+  auto owned = std::shared_ptr<xnn_operator>(op, xnnpack::operator_deleter{});
+  register_checked<T>(
+      "xnnpack", p, xout, [owned] { xnnpack::check(xnn_run_operator(owned.get(), nullptr), "run"); }, 1, "");
+#endif
+  register_memcpy<T>(p);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// average and max pool (VALID padding: XNNPACK's average pool counts padded taps, TFLite does not)
+// ---------------------------------------------------------------------------------------------------------------
+
+template <bool Max, quantized_element T>
+void register_window_pool(shape dims, hw kernel, hw stride) {
+  const quant_params q{0.05f, zero_point<T>(-7)};
+  const pool_params params{.kernel = kernel, .stride = stride, .pad = padding::valid()};
+  const window_geometry g = resolve_window(dims.height, dims.width, kernel, stride, hw{1, 1}, params.pad);
+  const shape out_dims{g.y.output, g.x.output, dims.channels};
+  auto p = std::make_shared<problem<T>>();
+  p->op = Max ? "max_pool" : "average_pool";
+  p->case_name = dims_name<T>(dims) + "_k" + std::to_string(kernel.h) + "s" + std::to_string(stride.h) + "_" +
+                 std::string(element_name<T>());
+  p->a = aligned_buffer<T>(dims.elements());
+  p->expected = aligned_buffer<T>(out_dims.elements());
+  p->input_bytes = static_cast<std::int64_t>(dims.elements());
+  std::mt19937 rng(42);
+  fill_uniform(p->a.span(), element_traits<T>::min, element_traits<T>::max, rng);
+  const tensor_view<const T> in(p->a.data(), dims);
+  if constexpr (Max)
+    reference::max_pool<T>(in, tensor_view<T>(p->expected.data(), out_dims), params, q);
+  else
+    reference::average_pool<T>(in, tensor_view<T>(p->expected.data(), out_dims), params, q);
+
+  auto out = std::make_shared<aligned_buffer<T>>(out_dims.elements());
+  register_checked<T>(
+      "mosaiq", p, out,
+      [p, out, params, q, dims, out_dims] {
+        const tensor_view<const T> view(p->a.data(), dims);
+        if constexpr (Max)
+          max_pool<T>(view, tensor_view<T>(out->data(), out_dims), params, q);
+        else
+          average_pool<T>(view, tensor_view<T>(out->data(), out_dims), params, q);
+      },
+      0, isa_label);
+#if MOSAIQ_BENCH_XNNPACK
+  xnnpack::initialize();
+  auto xout = std::make_shared<aligned_buffer<T>>(out_dims.elements());
+  const auto channels = static_cast<std::size_t>(dims.channels);
+  const auto kh = static_cast<std::uint32_t>(kernel.h), kw = static_cast<std::uint32_t>(kernel.w);
+  const auto sh = static_cast<std::uint32_t>(stride.h), sw = static_cast<std::uint32_t>(stride.w);
+  const auto height = static_cast<std::size_t>(dims.height), width = static_cast<std::size_t>(dims.width);
+  xnn_operator_t op = nullptr;
+  bool available = true;
+  if constexpr (Max && std::same_as<T, u8>) {
+    xnnpack::check(xnn_create_max_pooling2d_nhwc_u8(0, 0, 0, 0, kh, kw, sh, sw, 1, 1, channels, channels, channels, 0,
+                                                    255, 0, &op),
+                   "create max pooling u8");
+    xnnpack::check(xnn_setup_max_pooling2d_nhwc_u8(op, 1, height, width, p->a.data(), xout->data(), nullptr),
+                   "setup max pooling u8");
+  } else if constexpr (Max) {
+    xnnpack::check(xnn_create_max_pooling2d_nhwc_s8(0, 0, 0, 0, kh, kw, sh, sw, 1, 1, channels, channels, channels,
+                                                    -128, 127, 0, &op),
+                   "create max pooling s8");
+    xnnpack::check(xnn_setup_max_pooling2d_nhwc_s8(op, 1, height, width, p->a.data(), xout->data(), nullptr),
+                   "setup max pooling s8");
+  } else if constexpr (std::same_as<T, u8>) {
+    xnnpack::check(
+        xnn_create_average_pooling2d_nhwc_qu8(0, 0, 0, 0, kh, kw, sh, sw, channels, channels, channels,
+                                              static_cast<std::uint8_t>(q.zero_point), q.scale,
+                                              static_cast<std::uint8_t>(q.zero_point), q.scale, 0, 255, 0, &op),
+        "create average pooling qu8");
+    xnnpack::check(xnn_setup_average_pooling2d_nhwc_qu8(op, 1, height, width, p->a.data(), xout->data(), nullptr),
+                   "setup average pooling qu8");
+  } else {
+    available = false;
+    register_unavailable(p->op, "xnnpack", p->case_name, "XNNPACK (2022 snapshot) has no qs8 average pooling");
+  }
+  if (available) {
+    auto owned = std::shared_ptr<xnn_operator>(op, xnnpack::operator_deleter{});
+    register_checked<T>(
+        "xnnpack", p, xout, [owned] { xnnpack::check(xnn_run_operator(owned.get(), nullptr), "run"); }, Max ? 0 : 1,
+        "");
+  }
+#endif
+  register_memcpy<T>(p);
+}
+
+void register_all() {
+  for (const shape dims : {shape{64, 64, 16}, shape{32, 32, 32}, shape{16, 16, 128}, shape{64, 64, 2}}) {
+    register_add<u8>(dims);
+    register_add<i8>(dims);
+  }
+  register_global_average_pool<u8>(shape{16, 16, 128});
+  register_global_average_pool<i8>(shape{16, 16, 128});
+  register_window_pool<false, u8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
+  register_window_pool<false, i8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
+  register_window_pool<false, u8>(shape{32, 32, 32}, hw{3, 3}, hw{2, 2});
+  register_window_pool<true, u8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
+  register_window_pool<true, i8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
+  register_window_pool<true, u8>(shape{32, 32, 32}, hw{3, 3}, hw{2, 2});
+}
+
+}  // namespace
+}  // namespace mosaiq::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  mosaiq::bench::setup_baselines("mosaiq::add / mosaiq::global_average_pool / mosaiq::average_pool / mosaiq::max_pool");
+  mosaiq::bench::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,252 @@
+// Quantized pooling kernels, bit-exact with reference/pool.hpp:
+//
+//   mosaiq::max_pool<mosaiq::u8>(in, out, {.kernel = {2, 2}, .stride = {2, 2}}, quant);
+//   mosaiq::average_pool<mosaiq::i8>(in, out, {.kernel = {3, 3}, .pad = mosaiq::padding::same()}, quant);
+//   mosaiq::global_average_pool<mosaiq::rounding::tflite_reference, mosaiq::u8>(in, out, in_quant, out_quant);
+//
+// Same signatures and contracts as the reference ops. Channels run in blocks of 16 over each output pixel's
+// in-image taps (ops/detail/lanes.hpp), a tail of fewer than 16 channels on a copy of the taps:
+//   max      the largest tap per channel (int32 lanes), then the activation clamp;
+//   average  the int32 sum of the taps, then reference::detail::rounded_divide by the tap count (exact: a float
+//            quotient corrected by its remainder, for windows up to 4096 taps; larger windows run the reference),
+//            then the activation clamp;
+//   global   per channel block the int32 sum over all pixels of (q - input offset), then per channel the
+//            reference's MEAN recipe (multiplier, rounded division, output offset) in scalar code: C values per image.
+// Without an ISA (scalar builds) every op calls the reference.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <type_traits>
+
+#include "mosaiq/core/error.hpp"
+#include "mosaiq/core/quant.hpp"
+#include "mosaiq/core/tensor.hpp"
+#include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/detail/lanes.hpp"
+#include "mosaiq/reference/pool.hpp"
+
+namespace mosaiq {
+
+using reference::global_pool_params;
+using reference::pool_params;
+
+namespace detail::pooling {
+
+/// Largest window the vector average pool takes: 4096 * 255 + 2048 stays below 2^24 (exact float numerators).
+inline constexpr int max_vector_average_taps = 4096;
+
+#if defined(MOSAIQ_LANES)
+enum class kind { max, average };
+
+/// Channels [c, c + 16) of one output pixel from the window's taps; `in` points at channel c of pixel (y_begin,
+/// x_begin), `channels` = 16 or fewer (then the taps are copied into a zero-padded block first).
+template <kind K, quantized_element T>
+[[gnu::always_inline]] inline void window_block(const T* in, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows,
+                                                int cols, T* out, int channels, const lanes::divisor_regs& divisor,
+                                                lanes::reg lo, lanes::reg hi) noexcept {
+  using isa = lanes::isa;
+  lanes::reg acc[isa::regs], tap[isa::regs];
+  const bool partial = channels < lanes::block;
+  const auto load = [&](const T* p, lanes::reg* r) {
+    if (partial) {
+      T copy[lanes::block] = {};
+      std::memcpy(copy, p, static_cast<std::size_t>(channels) * sizeof(T));
+      isa::template widen<T>(copy, r);
+    } else {
+      isa::template widen<T>(p, r);
+    }
+  };
+  load(in, acc);
+  for (int y = 0; y < rows; ++y)
+    for (int x = y == 0 ? 1 : 0; x < cols; ++x) {
+      load(in + y * row + x * pixel, tap);
+      for (int j = 0; j < isa::regs; ++j) acc[j] = K == kind::max ? isa::max(acc[j], tap[j]) : isa::add(acc[j], tap[j]);
+    }
+  for (int j = 0; j < isa::regs; ++j) {
+    if constexpr (K == kind::average) acc[j] = lanes::rounded_divide(acc[j], divisor);
+    acc[j] = isa::min(isa::max(acc[j], lo), hi);
+  }
+  if (partial) {
+    T result[lanes::block];
+    isa::template narrow<T>(result, acc);
+    std::memcpy(out, result, static_cast<std::size_t>(channels) * sizeof(T));
+  } else {
+    isa::template narrow<T>(out, acc);
+  }
+}
+
+template <kind K, quantized_element T>
+void windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
+              const window_geometry& geometry, clamp_range clamp) noexcept {
+  const lanes::reg lo = lanes::isa::set1(clamp.min), hi = lanes::isa::set1(clamp.max);
+  const int channels = out.channels();
+  lanes::divisor_regs divisor = lanes::divisor_regs::of(1);
+  int divisor_taps = 1;
+  for (int n = 0; n < out.batch(); ++n)
+    for (int out_y = 0; out_y < out.height(); ++out_y)
+      for (int out_x = 0; out_x < out.width(); ++out_x) {
+        const reference::detail::pool_window w =
+            reference::detail::window_at(geometry, params, in.height(), in.width(), out_y, out_x);
+        if constexpr (K == kind::average) {
+          if (w.taps() != divisor_taps) {  // only border windows change it
+            divisor_taps = w.taps();
+            divisor = lanes::divisor_regs::of(divisor_taps);
+          }
+        }
+        const T* first = in.pixel(n, w.y_begin, w.x_begin);
+        T* target = out.pixel(n, out_y, out_x);
+        const int rows = w.y_end - w.y_begin, cols = w.x_end - w.x_begin;
+        int c = 0;
+        for (; c + lanes::block <= channels; c += lanes::block)
+          window_block<K, T>(first + c, in.pixel_stride(), in.row_stride(), rows, cols, target + c, lanes::block,
+                             divisor, lo, hi);
+        if (c < channels)
+          window_block<K, T>(first + c, in.pixel_stride(), in.row_stride(), rows, cols, target + c, channels - c,
+                             divisor, lo, hi);
+      }
+}
+
+/// Per channel, the sum over every pixel of image n (raw values; the offset is applied by the caller).
+template <quantized_element T>
+inline void channel_sums(const tensor_view<const T>& in, int n, int c, int channels, std::int32_t* sums) noexcept {
+  using isa = lanes::isa;
+  lanes::reg acc[isa::regs], tap[isa::regs];
+  for (int j = 0; j < isa::regs; ++j) acc[j] = isa::zero();
+  const bool partial = channels < lanes::block;
+  for (int y = 0; y < in.height(); ++y)
+    for (int x = 0; x < in.width(); ++x) {
+      const T* p = in.pixel(n, y, x) + c;
+      if (partial) {
+        T copy[lanes::block] = {};
+        std::memcpy(copy, p, static_cast<std::size_t>(channels) * sizeof(T));
+        isa::template widen<T>(copy, tap);
+      } else {
+        isa::template widen<T>(p, tap);
+      }
+      for (int j = 0; j < isa::regs; ++j) acc[j] = isa::add(acc[j], tap[j]);
+    }
+  alignas(64) std::int32_t all[lanes::block];
+  std::memcpy(all, acc, sizeof all);
+  std::memcpy(sums, all, static_cast<std::size_t>(channels) * sizeof(std::int32_t));
+}
+#endif
+
+}  // namespace detail::pooling
+
+namespace detail::pooling {
+
+// The ops are function objects (variable templates), not function templates: a function mosaiq::max_pool would be
+// found by argument-dependent lookup (tensor_view lives in mosaiq) next to reference::max_pool in unqualified calls
+// and make them ambiguous; lookup ignores objects there. Call them as the reference ops: mosaiq::max_pool<T>(...).
+
+template <quantized_element T>
+struct max_pool_fn {
+  void operator()(tensor_view<const T> in, tensor_view<T> out, const pool_params& params, quant_params quant) const {
+#if defined(MOSAIQ_LANES)
+    const std::optional<window_geometry> geometry = reference::detail::resolve_pool(in, out, params);
+    if (!geometry) return;
+    const std::optional<clamp_range> clamp = reference::detail::pool_clamp<T>(params.act, quant);
+    if (!clamp) return;
+    if (out.dims().elements() == 0) return;
+    windowed<kind::max, T>(in, out, params, *geometry, *clamp);
+#else
+    reference::max_pool<T>(in, out, params, quant);
+#endif
+  }
+};
+
+template <quantized_element T>
+struct average_pool_fn {
+  void operator()(tensor_view<const T> in, tensor_view<T> out, const pool_params& params, quant_params quant) const {
+#if defined(MOSAIQ_LANES)
+    if (std::int64_t{params.kernel.h} * params.kernel.w <= detail::pooling::max_vector_average_taps) {
+      const std::optional<window_geometry> geometry = reference::detail::resolve_pool(in, out, params);
+      if (!geometry) return;
+      const std::optional<clamp_range> clamp = reference::detail::pool_clamp<T>(params.act, quant);
+      if (!clamp) return;
+      if (out.dims().elements() == 0) return;
+      windowed<kind::average, T>(in, out, params, *geometry, *clamp);
+      return;
+    }
+#endif
+    reference::average_pool<T>(in, out, params, quant);
+  }
+};
+
+template <rounding R, quantized_element T>
+struct global_average_pool_fn {
+  /// `params` come from reference::make_global_average_pool_params<R, T> for the input's height * width.
+  void operator()(tensor_view<const T> in, tensor_view<T> out, const global_pool_params& params) const {
+    if (!check_view(in, "global_average_pool: input") || !check_view(out, "global_average_pool: output")) return;
+    if (!require(out.dims() == shape{1, 1, in.channels()} && out.batch() == in.batch(), errc::shape_mismatch,
+                 "global_average_pool: output must be 1 x 1 x channels with the input's batch"))
+      return;
+    if (!require(params.valid && std::int64_t{in.height()} * in.width() == params.pixel_count, errc::invalid_argument,
+                 "global_average_pool: params must be valid and built for the input's height * width"))
+      return;
+
+    const requant_scale scale = prepare_scale<R>(params.multiplier);
+    const std::int32_t offset_total = params.input_offset * params.pixel_count;  // fits: pixel_count < 2^31 / 256
+    const auto finish = [&](std::int32_t raw_sum) {
+      const std::int32_t scaled = multiply_by_quantized_multiplier<R>(raw_sum - offset_total, scale);
+      return saturate_cast<T>(reference::detail::rounded_divide(scaled, params.divisor) + params.output_offset);
+    };
+    for (int n = 0; n < in.batch(); ++n) {
+      T* target = out.pixel(n, 0, 0);
+      int c = 0;
+#if defined(MOSAIQ_LANES)
+      for (; c < in.channels(); c += detail::lanes::block) {
+        const int count = std::min(detail::lanes::block, in.channels() - c);
+        std::int32_t sums[detail::lanes::block];
+        channel_sums<T>(in, n, c, count, sums);
+        for (int j = 0; j < count; ++j) target[c + j] = finish(sums[j]);
+      }
+#endif
+      for (; c < in.channels(); ++c) {
+        std::int32_t sum = 0;
+        for (int y = 0; y < in.height(); ++y)
+          for (int x = 0; x < in.width(); ++x) sum += static_cast<std::int32_t>(in(n, y, x, c));
+        target[c] = finish(sum);
+      }
+    }
+  }
+
+  /// Builds the params from the quantizations on every call, as the reference op does.
+  void operator()(tensor_view<const T> in, tensor_view<T> out, quant_params in_quant, quant_params out_quant) const {
+    if (!check_view(in, "global_average_pool: input") || !check_view(out, "global_average_pool: output")) return;
+    const std::int64_t pixels = std::int64_t{in.height()} * in.width();
+    if (!require(pixels >= 1 && pixels <= reference::max_global_pool_pixels, errc::invalid_argument,
+                 "global_average_pool: height * width must be in [1, max_global_pool_pixels]"))
+      return;
+    const global_pool_params params =
+        reference::make_global_average_pool_params<R, T>(in_quant, out_quant, static_cast<int>(pixels));
+    if (!params.valid) return;  // the builder has reported why
+    (*this)(in, out, params);
+  }
+  /// Input and output share `quant`.
+  void operator()(tensor_view<const T> in, tensor_view<T> out, quant_params quant) const {
+    (*this)(in, out, quant, quant);
+  }
+};
+
+}  // namespace detail::pooling
+
+/// Max pool, equal bit for bit to reference::max_pool<T> (same arguments and contract).
+template <quantized_element T>
+inline constexpr detail::pooling::max_pool_fn<T> max_pool{};
+
+/// Average pool, equal bit for bit to reference::average_pool<T> (same arguments and contract).
+template <quantized_element T>
+inline constexpr detail::pooling::average_pool_fn<T> average_pool{};
+
+/// Global average pool (TFLite MEAN over height and width), equal bit for bit to reference::global_average_pool<R, T>:
+/// (in, out, in_quant, out_quant), (in, out, quant), or (in, out, params) with params prepared once by
+/// reference::make_global_average_pool_params<R, T> for the input's height * width (what the network executor does).
+template <rounding R, quantized_element T>
+inline constexpr detail::pooling::global_average_pool_fn<R, T> global_average_pool{};
+
+}  // namespace mosaiq

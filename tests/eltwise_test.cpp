@@ -1,0 +1,230 @@
+// ops/eltwise.hpp against reference/eltwise.hpp, bit for bit: add (u8, i8, both rounding modes, every activation,
+// random and extreme quantizations, in place) and concat (equal and unequal quantizations, channel slices, in place),
+// channel counts around the 16-element block, odd sizes down to 1, batch 2, unaligned and strided views, canaries.
+#include "mosaiq/ops/eltwise.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "mosaiq/reference/eltwise.hpp"
+#include "placed_tensor.hpp"
+#include "support.hpp"
+
+namespace {
+
+using mosaiq::activation;
+using mosaiq::i8;
+using mosaiq::quant_params;
+using mosaiq::rounding;
+using mosaiq::shape;
+using mosaiq::tensor_view;
+using mosaiq::u8;
+namespace ref = mosaiq::reference;
+using mosaiq::test::placed_tensor;
+
+struct layout {
+  int batch, extra, misalign;
+};
+constexpr layout layouts[] = {{1, 0, 0}, {2, 0, 3}, {1, 5, 1}, {2, 1, 0}};
+constexpr int channel_counts[] = {1, 3, 8, 15, 16, 17, 31, 64, 100};
+constexpr shape sizes[] = {{1, 1, 0}, {1, 5, 0}, {3, 1, 0}, {5, 7, 0}, {2, 9, 0}};
+constexpr activation activations[] = {activation::none, activation::relu, activation::relu6, activation::relu_n1_to_1};
+
+/// (a, b, out) quantizations: random ones plus hand-picked extremes (tiny and huge scale ratios: shifts near -31,
+/// outputs that saturate, equal scales).
+template <class T>
+std::vector<std::array<quant_params, 3>> add_quantizations(std::mt19937& rng) {
+  mosaiq::test::random_quant<T> random(rng);
+  std::vector<std::array<quant_params, 3>> q;
+  for (int i = 0; i < 4; ++i) q.push_back({random(), random(), random()});
+  const int zp = std::is_same_v<T, u8> ? 128 : 0;
+  q.push_back({quant_params{0.05f, zp}, quant_params{0.05f, zp}, quant_params{0.05f, zp}});
+  q.push_back({quant_params{1e-7f, zp + 3}, quant_params{0.05f, zp - 7}, quant_params{0.1f, zp}});
+  q.push_back({quant_params{0.5f, zp - 100}, quant_params{1e-9f, 5}, quant_params{0.001f, zp + 20}});
+  q.push_back({quant_params{0.02f, zp}, quant_params{0.03f, zp}, quant_params{10.0f, zp}});
+  return q;
+}
+
+template <class T, rounding R>
+void check_add() {
+  std::mt19937 rng(99);
+  for (const auto& q : add_quantizations<T>(rng))
+    for (const activation act : activations) {
+      const mosaiq::add<T, R> kernel(q[0], q[1], q[2], act);
+      REQUIRE(kernel.valid());
+      for (const layout l : layouts)
+        for (const int channels : channel_counts)
+          for (shape size : sizes) {
+            size.channels = channels;
+            placed_tensor<T> a(size, l.batch, l.extra, l.misalign);
+            placed_tensor<T> b(size, l.batch, l.extra == 0 ? 0 : l.extra + 2, l.misalign + 1);
+            placed_tensor<T> out(size, l.batch, l.extra == 0 ? 0 : 1, l.misalign + 2);
+            placed_tensor<T> expected(size, l.batch, 0, 0);
+            a.fill_random(rng);
+            b.fill_random(rng);
+            ref::add<R, T>(a.view(), b.view(), expected.view(), kernel.params());
+            kernel(a.view(), b.view(), out.view());
+            CAPTURE(channels);
+            CAPTURE(size.height);
+            CAPTURE(size.width);
+            CAPTURE(l.batch);
+            CAPTURE(l.extra);
+            CAPTURE(static_cast<int>(act));
+            CHECK(out.values() == expected.values());
+            CHECK(out.first_damaged_canary() == -1);
+            CHECK(a.first_damaged_canary() == -1);
+            CHECK(b.first_damaged_canary() == -1);
+            // In place: out is a.
+            kernel(a.view(), b.view(), a.view());
+            CHECK(a.values() == expected.values());
+            CHECK(a.first_damaged_canary() == -1);
+          }
+    }
+}
+
+TEST_CASE("add equals the reference: u8, TFLite reference rounding") { check_add<u8, rounding::tflite_reference>(); }
+TEST_CASE("add equals the reference: i8, TFLite reference rounding") { check_add<i8, rounding::tflite_reference>(); }
+TEST_CASE("add equals the reference: u8, single rounding") { check_add<u8, rounding::single_round>(); }
+TEST_CASE("add equals the reference: i8, single rounding") { check_add<i8, rounding::single_round>(); }
+
+TEST_CASE_TEMPLATE("add over every pair of values equals the reference", T, u8, i8) {
+  // 256 x 256 pairs as one dense 256 x 256 x 1 tensor, for several quantizations.
+  std::mt19937 rng(5);
+  std::vector<T> a(65536), b(65536), out(65536), expected(65536);
+  for (int i = 0; i < 65536; ++i) {
+    a[static_cast<std::size_t>(i)] = static_cast<T>(i & 255);
+    b[static_cast<std::size_t>(i)] = static_cast<T>(i >> 8);
+  }
+  const shape dims{256, 256, 1};
+  for (const auto& q : add_quantizations<T>(rng)) {
+    const mosaiq::add<T> kernel(q[0], q[1], q[2], activation::none);
+    ref::add<rounding::tflite_reference, T>(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims),
+                                            tensor_view<T>(expected.data(), dims), kernel.params());
+    kernel(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims),
+           tensor_view<T>(out.data(), dims));
+    CHECK(out == expected);
+    const mosaiq::add<T, rounding::single_round> single(q[0], q[1], q[2], activation::none);
+    ref::add<rounding::single_round, T>(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims),
+                                        tensor_view<T>(expected.data(), dims), single.params());
+    single(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims),
+           tensor_view<T>(out.data(), dims));
+    CHECK(out == expected);
+  }
+}
+
+template <class T>
+void check_concat() {
+  std::mt19937 rng(7);
+  mosaiq::test::random_quant<T> random(rng);
+  const int zp = std::is_same_v<T, u8> ? 128 : 0;
+  const quant_params out_quant{0.04f, zp - 3};
+  // Per input: equal to the output's, random, or extreme (saturating ratios both ways, ties).
+  const std::vector<quant_params> input_quants{
+      out_quant, random(), random(), quant_params{0.02f, zp - 3}, quant_params{40.0f, zp + 1}, quant_params{1e-6f, zp}};
+  for (const layout l : layouts)
+    for (const int first : channel_counts)
+      for (const int second : {1, 16, 17, 31})
+        for (shape size : sizes) {
+          const quant_params q0 = input_quants[static_cast<std::size_t>(first + second) % input_quants.size()];
+          const quant_params q1 = input_quants[static_cast<std::size_t>(first * 3 + second) % input_quants.size()];
+          const quant_params q2 = input_quants[static_cast<std::size_t>(second * 5 + size.width) % input_quants.size()];
+          const int third = 3;
+          const int total = first + second + third;
+          size.channels = first;
+          placed_tensor<T> in0(size, l.batch, l.extra, l.misalign);
+          placed_tensor<T> in1(shape{size.height, size.width, second}, l.batch, l.extra + 1, l.misalign + 1);
+          placed_tensor<T> in2(shape{size.height, size.width, third}, l.batch, 0, 2);
+          // The output is channels [2, 2 + total) of a wider tensor when the layout is strided.
+          const int lead = l.extra == 0 ? 0 : 2;
+          placed_tensor<T> wide(shape{size.height, size.width, total + lead + (l.extra == 0 ? 0 : l.extra)}, l.batch, 0,
+                                l.misalign);
+          placed_tensor<T> wide_expected = wide;
+          in0.fill_random(rng);
+          in1.fill_random(rng);
+          in2.fill_random(rng);
+          const std::array<ref::concat_input<T>, 3> parts{{{in0.view(), q0}, {in1.view(), q1}, {in2.view(), q2}}};
+          ref::concat<T>(std::span<const ref::concat_input<T>>(parts), wide_expected.view().channel_slice(lead, total),
+                         out_quant);
+          mosaiq::concat<T>(std::span<const ref::concat_input<T>>(parts), wide.view().channel_slice(lead, total),
+                            out_quant);
+          CAPTURE(first);
+          CAPTURE(second);
+          CAPTURE(size.height);
+          CAPTURE(size.width);
+          CAPTURE(l.batch);
+          CAPTURE(l.extra);
+          CHECK(wide.storage == wide_expected.storage);  // values and every byte around them
+          CHECK(in0.first_damaged_canary() == -1);
+          CHECK(in1.first_damaged_canary() == -1);
+        }
+}
+
+TEST_CASE("concat equals the reference: u8") { check_concat<u8>(); }
+TEST_CASE("concat equals the reference: i8") { check_concat<i8>(); }
+
+TEST_CASE_TEMPLATE("concat in place: an input that is its destination slice", T, u8, i8) {
+  std::mt19937 rng(11);
+  const quant_params out_quant{0.1f, 3}, other{0.07f, 2};
+  for (const bool rescale : {false, true}) {
+    placed_tensor<T> wide(shape{3, 5, 40}, 2, 0, 1);
+    wide.fill_random(rng);
+    placed_tensor<T> expected = wide;
+    placed_tensor<T> head(shape{3, 5, 17}, 2, 0, 0);
+    head.fill_random(rng);
+    const quant_params tail_quant = rescale ? other : out_quant;
+    // The reference on a copy: its tail input is its own slice too.
+    const std::array<ref::concat_input<T>, 2> expected_parts{
+        {{head.view(), out_quant}, {expected.view().channel_slice(17, 23), tail_quant}}};
+    ref::concat<T>(std::span<const ref::concat_input<T>>(expected_parts), expected.view(), out_quant);
+    const std::array<ref::concat_input<T>, 2> parts{
+        {{head.view(), out_quant}, {wide.view().channel_slice(17, 23), tail_quant}}};
+    mosaiq::concat<T>(std::span<const ref::concat_input<T>>(parts), wide.view(), out_quant);
+    CHECK(wide.storage == expected.storage);
+  }
+}
+
+TEST_CASE("concat rescale: the vector rounding equals std::round on every u8 and i8 value and many ratios") {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> log_scale(-12.0f, 12.0f);
+  std::vector<u8> in(256), out(256), expected(256);
+  for (int i = 0; i < 256; ++i) in[static_cast<std::size_t>(i)] = static_cast<u8>(i);
+  const shape dims{1, 256, 1};
+  for (int trial = 0; trial < 300; ++trial) {
+    const quant_params in_quant{std::exp2(log_scale(rng)), trial % 256};
+    const quant_params out_quant{std::exp2(log_scale(rng) / 4), (trial * 7) % 256};
+    const std::array<ref::concat_input<u8>, 1> parts{{{tensor_view<const u8>(in.data(), dims), in_quant}}};
+    ref::concat<u8>(std::span<const ref::concat_input<u8>>(parts), tensor_view<u8>(expected.data(), dims), out_quant);
+    mosaiq::concat<u8>(std::span<const ref::concat_input<u8>>(parts), tensor_view<u8>(out.data(), dims), out_quant);
+    CHECK(out == expected);
+  }
+}
+
+TEST_CASE("eltwise kernels: misuse is reported and writes nothing") {
+  mosaiq::test::recording_handler errors;
+  std::vector<u8> a(24, 1), b(24, 2), out(24, 9);
+  const mosaiq::add<u8> kernel(quant_params{0.1f, 0}, quant_params{0.1f, 0}, quant_params{0.2f, 0});
+  kernel(tensor_view<const u8>(a.data(), shape{2, 3, 4}), tensor_view<const u8>(b.data(), shape{2, 3, 4}),
+         tensor_view<u8>(out.data(), shape{3, 2, 4}));
+  CHECK(errors.calls() == 1);
+  CHECK(errors.last() == mosaiq::errc::shape_mismatch);
+  const mosaiq::add<u8> invalid;
+  invalid(tensor_view<const u8>(a.data(), shape{2, 3, 4}), tensor_view<const u8>(b.data(), shape{2, 3, 4}),
+          tensor_view<u8>(out.data(), shape{2, 3, 4}));
+  CHECK(errors.calls() == 2);
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+  const std::array<ref::concat_input<u8>, 1> parts{{{tensor_view<const u8>(a.data(), shape{2, 3, 4}), {0.1f, 0}}}};
+  mosaiq::concat<u8>(std::span<const ref::concat_input<u8>>(parts), tensor_view<u8>(out.data(), shape{2, 3, 3}),
+                     {0.1f, 0});
+  CHECK(errors.calls() == 3);
+  CHECK(errors.last() == mosaiq::errc::shape_mismatch);
+  CHECK(std::count(out.begin(), out.end(), u8{9}) == 24);
+}
+
+}  // namespace

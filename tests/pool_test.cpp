@@ -1,0 +1,246 @@
+// ops/pool.hpp against reference/pool.hpp, bit for bit: max and average pool over kernel / stride / padding grids
+// with every activation, global average pool with equal and unequal quantizations in both rounding modes; u8 and i8,
+// channel counts around the 16-element block, odd sizes down to 1, batch 2, unaligned and strided views, canaries.
+#include "mosaiq/ops/pool.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "mosaiq/reference/pool.hpp"
+#include "placed_tensor.hpp"
+#include "support.hpp"
+
+namespace {
+
+using mosaiq::activation;
+using mosaiq::hw;
+using mosaiq::i8;
+using mosaiq::padding;
+using mosaiq::quant_params;
+using mosaiq::rounding;
+using mosaiq::shape;
+using mosaiq::u8;
+namespace ref = mosaiq::reference;
+using mosaiq::test::placed_tensor;
+
+struct layout {
+  int batch, extra, misalign;
+};
+constexpr layout layouts[] = {{1, 0, 0}, {2, 3, 1}};
+constexpr int channel_counts[] = {1, 3, 8, 15, 16, 17, 31, 64, 100};
+constexpr shape sizes[] = {{1, 1, 0}, {1, 6, 0}, {5, 1, 0}, {5, 7, 0}, {8, 9, 0}};
+
+struct window {
+  hw kernel, stride;
+  padding pad;
+};
+const window windows[] = {
+    {{1, 1}, {1, 1}, padding::valid()},
+    {{2, 2}, {2, 2}, padding::valid()},
+    {{2, 2}, {2, 2}, padding::same()},
+    {{3, 3}, {1, 1}, padding::same()},
+    {{3, 3}, {2, 2}, padding::same()},
+    {{3, 2}, {1, 3}, padding::valid()},
+    {{5, 5}, {2, 1}, padding::same()},
+    {{1, 4}, {1, 2}, padding::same()},
+    {{3, 3}, {2, 2}, padding::explicit_pads(1, 2, 2, 1)},
+};
+
+template <class T, bool Max>
+void check_windowed() {
+  std::mt19937 rng(21);
+  const quant_params quant{0.03f, std::is_same_v<T, u8> ? 120 : -9};
+  for (const window& w : windows)
+    for (const activation act : {activation::none, activation::relu6, activation::relu_n1_to_1})
+      for (const layout l : layouts)
+        for (const int channels : channel_counts)
+          for (shape size : sizes) {
+            if (size.height < w.kernel.h && w.pad.mode == mosaiq::padding_mode::valid) continue;
+            if (size.width < w.kernel.w && w.pad.mode == mosaiq::padding_mode::valid) continue;
+            size.channels = channels;
+            const ref::pool_params params{.kernel = w.kernel, .stride = w.stride, .pad = w.pad, .act = act};
+            const mosaiq::window_geometry g =
+                mosaiq::resolve_window(size.height, size.width, w.kernel, w.stride, hw{1, 1}, w.pad);
+            if (g.y.output <= 0 || g.x.output <= 0) continue;
+            const shape out_dims{g.y.output, g.x.output, channels};
+            placed_tensor<T> in(size, l.batch, l.extra, l.misalign);
+            placed_tensor<T> out(out_dims, l.batch, l.extra == 0 ? 0 : 1, l.misalign + 1);
+            placed_tensor<T> expected(out_dims, l.batch, 0, 0);
+            in.fill_random(rng);
+            mosaiq::test::recording_handler errors;  // explicit pads may leave a window outside: both must refuse
+            if constexpr (Max) {
+              ref::max_pool<T>(in.view(), expected.view(), params, quant);
+              const int reference_errors = errors.calls();
+              mosaiq::max_pool<T>(in.view(), out.view(), params, quant);
+              CHECK(errors.calls() == 2 * reference_errors);
+              if (reference_errors != 0) continue;
+            } else {
+              ref::average_pool<T>(in.view(), expected.view(), params, quant);
+              const int reference_errors = errors.calls();
+              mosaiq::average_pool<T>(in.view(), out.view(), params, quant);
+              CHECK(errors.calls() == 2 * reference_errors);
+              if (reference_errors != 0) continue;
+            }
+            CAPTURE(channels);
+            CAPTURE(size.height);
+            CAPTURE(size.width);
+            CAPTURE(w.kernel.h);
+            CAPTURE(w.kernel.w);
+            CAPTURE(w.stride.h);
+            CAPTURE(w.stride.w);
+            CAPTURE(l.batch);
+            CAPTURE(static_cast<int>(act));
+            CHECK(out.values() == expected.values());
+            CHECK(out.first_damaged_canary() == -1);
+            CHECK(in.first_damaged_canary() == -1);
+          }
+}
+
+TEST_CASE("max_pool equals the reference: u8") { check_windowed<u8, true>(); }
+TEST_CASE("max_pool equals the reference: i8") { check_windowed<i8, true>(); }
+TEST_CASE("average_pool equals the reference: u8") { check_windowed<u8, false>(); }
+TEST_CASE("average_pool equals the reference: i8") { check_windowed<i8, false>(); }
+
+TEST_CASE_TEMPLATE("average_pool: the vector rounded division is exact for every sum and tap count", T, u8, i8) {
+  // One output pixel per (window, value): a k x k window over a constant image divides k*k*v by k*k, so use an
+  // image whose taps sum to every value in range instead: a 1 x taps window over a row of chosen values.
+  std::mt19937 rng(8);
+  for (const int taps : {1, 2, 3, 4, 5, 6, 7, 9, 12, 25, 49, 63, 100, 255, 256, 1000, 4096}) {
+    const int width = taps;
+    const int channels = 16;
+    std::vector<T> in(static_cast<std::size_t>(width * channels) * 64);
+    for (T& v : in) v = static_cast<T>(std::uniform_int_distribution<int>(-128, 255)(rng));
+    // 64 rows: row r is biased toward the extremes so sums near both ends and near ties occur.
+    for (int r = 0; r < 64; ++r)
+      for (int i = 0; i < width * channels; ++i)
+        if ((i + r) % (r % 7 + 2) == 0)
+          in[static_cast<std::size_t>(r * width * channels + i)] =
+              r % 2 ? mosaiq::element_traits<T>::max : mosaiq::element_traits<T>::min;
+    const ref::pool_params params{.kernel = {1, taps}, .stride = {1, 1}, .pad = padding::valid()};
+    std::vector<T> out(64 * channels), expected(64 * channels);
+    const mosaiq::tensor_view<const T> view(in.data(), shape{64, width, channels});
+    ref::average_pool<T>(view, mosaiq::tensor_view<T>(expected.data(), shape{64, 1, channels}), params, {1.0f, 0});
+    mosaiq::average_pool<T>(view, mosaiq::tensor_view<T>(out.data(), shape{64, 1, channels}), params, {1.0f, 0});
+    CAPTURE(taps);
+    CHECK(out == expected);
+  }
+}
+
+#if defined(MOSAIQ_LANES)
+TEST_CASE("lanes::rounded_divide equals reference rounded_divide for every window sum") {
+  // Every sum a window of d taps can have, u8 and i8 alike; some of them (n = k * d with fl(1/d) < 1/d) make the
+  // float quotient one too small, which the remainder test corrects.
+  namespace lanes = mosaiq::detail::lanes;
+  long mismatches = 0;
+  for (const int d : {1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 13, 25, 49, 50, 81, 100, 121, 127, 255, 256, 1000, 4095, 4096}) {
+    const lanes::divisor_regs divisor = lanes::divisor_regs::of(d);
+    alignas(64) std::int32_t sums[lanes::block], got[lanes::block];
+    for (int first = -128 * d; first <= 255 * d; first += lanes::block) {
+      for (int j = 0; j < lanes::block; ++j) sums[j] = std::min(first + j, 255 * d);
+      lanes::reg r[lanes::isa::regs];
+      std::memcpy(r, sums, sizeof sums);
+      for (int k = 0; k < lanes::isa::regs; ++k) r[k] = lanes::rounded_divide(r[k], divisor);
+      std::memcpy(got, r, sizeof got);
+      for (int j = 0; j < lanes::block; ++j) mismatches += got[j] != ref::detail::rounded_divide(sums[j], d);
+    }
+  }
+  CHECK(mismatches == 0);
+}
+#endif
+
+template <class T, rounding R>
+void check_global() {
+  std::mt19937 rng(31);
+  mosaiq::test::random_quant<T> random(rng);
+  const shape global_sizes[] = {{1, 1, 0}, {1, 7, 0}, {5, 3, 0}, {16, 16, 0}, {9, 11, 0}};
+  for (int trial = 0; trial < 6; ++trial) {
+    const quant_params in_quant = random();
+    const quant_params out_quant = trial % 3 == 0 ? in_quant : random();
+    for (const layout l : layouts)
+      for (const int channels : channel_counts)
+        for (shape size : global_sizes) {
+          size.channels = channels;
+          const shape out_dims{1, 1, channels};
+          placed_tensor<T> in(size, l.batch, l.extra, l.misalign);
+          placed_tensor<T> out(out_dims, l.batch, l.extra == 0 ? 0 : 2, l.misalign + 1);
+          placed_tensor<T> expected(out_dims, l.batch, 0, 0);
+          in.fill_random(rng);
+          ref::global_average_pool<R, T>(in.view(), expected.view(), in_quant, out_quant);
+          mosaiq::global_average_pool<R, T>(in.view(), out.view(), in_quant, out_quant);
+          CAPTURE(channels);
+          CAPTURE(size.height);
+          CAPTURE(size.width);
+          CAPTURE(trial);
+          CHECK(out.values() == expected.values());
+          CHECK(out.first_damaged_canary() == -1);
+          // The prepared form the network executor uses.
+          const ref::global_pool_params params =
+              ref::make_global_average_pool_params<R, T>(in_quant, out_quant, size.height * size.width);
+          placed_tensor<T> prepared(out_dims, l.batch, 0, 1);
+          mosaiq::global_average_pool<R, T>(in.view(), prepared.view(), params);
+          CHECK(prepared.values() == expected.values());
+        }
+  }
+}
+
+TEST_CASE("global_average_pool equals the reference: u8, TFLite reference rounding") {
+  check_global<u8, rounding::tflite_reference>();
+}
+TEST_CASE("global_average_pool equals the reference: i8, TFLite reference rounding") {
+  check_global<i8, rounding::tflite_reference>();
+}
+TEST_CASE("global_average_pool equals the reference: u8 and i8, single rounding") {
+  check_global<u8, rounding::single_round>();
+  check_global<i8, rounding::single_round>();
+}
+
+TEST_CASE("global_average_pool: large images and extreme values") {
+  // 181 x 181 pixels of 255 (u8) or -128 (i8): sums near the int32 bounds of the 16-element blocks.
+  const shape dims{181, 181, 19};
+  std::vector<u8> in_u8(dims.elements(), 255);
+  std::vector<i8> in_i8(dims.elements(), -128);
+  std::vector<u8> out_u8(19), expected_u8(19);
+  std::vector<i8> out_i8(19), expected_i8(19);
+  const quant_params in_q{0.02f, 3}, out_q{0.5f, 7};
+  ref::global_average_pool<rounding::tflite_reference, u8>(mosaiq::tensor_view<const u8>(in_u8.data(), dims),
+                                                           mosaiq::tensor_view<u8>(expected_u8.data(), shape{1, 1, 19}),
+                                                           in_q, out_q);
+  mosaiq::global_average_pool<rounding::tflite_reference, u8>(mosaiq::tensor_view<const u8>(in_u8.data(), dims),
+                                                              mosaiq::tensor_view<u8>(out_u8.data(), shape{1, 1, 19}),
+                                                              in_q, out_q);
+  CHECK(out_u8 == expected_u8);
+  ref::global_average_pool<rounding::single_round, i8>(mosaiq::tensor_view<const i8>(in_i8.data(), dims),
+                                                       mosaiq::tensor_view<i8>(expected_i8.data(), shape{1, 1, 19}),
+                                                       in_q, out_q);
+  mosaiq::global_average_pool<rounding::single_round, i8>(mosaiq::tensor_view<const i8>(in_i8.data(), dims),
+                                                          mosaiq::tensor_view<i8>(out_i8.data(), shape{1, 1, 19}), in_q,
+                                                          out_q);
+  CHECK(out_i8 == expected_i8);
+}
+
+TEST_CASE("pool kernels: misuse is reported and writes nothing") {
+  mosaiq::test::recording_handler errors;
+  std::vector<u8> in(4 * 4 * 3, 1), out(2 * 2 * 3, 9);
+  const ref::pool_params params{.kernel = {2, 2}, .stride = {2, 2}};
+  mosaiq::max_pool<u8>(mosaiq::tensor_view<const u8>(in.data(), shape{4, 4, 3}),
+                       mosaiq::tensor_view<u8>(out.data(), shape{2, 1, 3}), params, {0.1f, 0});
+  CHECK(errors.calls() == 1);
+  CHECK(errors.last() == mosaiq::errc::shape_mismatch);
+  mosaiq::average_pool<u8>(mosaiq::tensor_view<const u8>(nullptr, shape{4, 4, 3}),
+                           mosaiq::tensor_view<u8>(out.data(), shape{2, 2, 3}), params, {0.1f, 0});
+  CHECK(errors.calls() == 2);
+  mosaiq::global_average_pool<rounding::tflite_reference, u8>(mosaiq::tensor_view<const u8>(in.data(), shape{4, 4, 3}),
+                                                              mosaiq::tensor_view<u8>(out.data(), shape{1, 1, 3}),
+                                                              ref::global_pool_params{});
+  CHECK(errors.calls() == 3);
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+  CHECK(std::count(out.begin(), out.end(), u8{9}) == 12);
+}
+
+}  // namespace
