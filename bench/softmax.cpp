@@ -1,7 +1,8 @@
-// bench_softmax: two-class softmax and logistic, `softmax/<impl>/<case>` and `logistic/<impl>/<case>`, one thread.
-// mosaiq's difference-table softmax against XNNPACK's qu8 softmax (lut32norm: one integer division per element; no
-// beta, table scale 2^23 - 1, so it may differ by 1 LSB) and a memcpy of the output bytes; logistic against XNNPACK's
-// qu8 sigmoid. Every output is first checked against mosaiq::reference.
+// bench_softmax: softmax (2, 21 and 1001 classes) and logistic, `softmax/<impl>/<case>` and `logistic/<impl>/<case>`,
+// one thread. mosaiq's softmax (difference table for 2 classes, exact vector normalization otherwise) against
+// XNNPACK's qu8 softmax (lut32norm: one integer division per element; no beta, table scale 2^23 - 1, so it may differ
+// by 1 LSB) and a memcpy of the output bytes; logistic against XNNPACK's qu8 sigmoid. Every output is first checked
+// against mosaiq::reference.
 #include "mosaiq/ops/softmax.hpp"
 
 #include <cstdint>
@@ -80,16 +81,18 @@ void register_mosaiq_row(const char* op, const std::shared_ptr<Problem>& p, std:
       0, std::string(simd::to_string(simd::native_isa)));
 }
 
-template <quantized_element T>
+template <quantized_element T, int Channels = 2>
 void register_softmax(std::string name, shape dims, float input_scale) {
   auto p = std::make_shared<elementwise_problem<T>>(std::move(name), dims, quant_params{input_scale, 0}, true);
-  register_mosaiq_row<T>("softmax", p, std::make_shared<softmax<softmax_config{.channels = 2}, T>>(p->input_q, 1.0f));
+  register_mosaiq_row<T>("softmax", p,
+                         std::make_shared<softmax<softmax_config{.channels = Channels}, T>>(p->input_q, 1.0f));
 #if MOSAIQ_BENCH_XNNPACK
   if constexpr (std::same_as<T, u8>) {
     xnnpack::initialize();
     auto xnn_out = std::make_shared<aligned_buffer<T>>(dims.elements());
     xnn_operator_t op = nullptr;
-    xnnpack::check(xnn_create_softmax_nc_qu8(2, 2, 2, input_scale, 0, 1.0f / 256.0f, 0, &op), "create softmax qu8");
+    xnnpack::check(xnn_create_softmax_nc_qu8(Channels, Channels, Channels, input_scale, 0, 1.0f / 256.0f, 0, &op),
+                   "create softmax qu8");
     xnnpack::check(xnn_setup_softmax_nc_qu8(op, dims.pixels(), p->input.data(), xnn_out->data(), nullptr),
                    "setup softmax qu8");
     auto owned = std::shared_ptr<xnn_operator>(op, xnnpack::operator_deleter{});
@@ -131,6 +134,10 @@ void register_all() {
   register_softmax<i8>("160x160x2_i8", shape{160, 160, 2}, 0.1f);
   register_softmax<u8>("160x160x2_wide_window_u8", shape{160, 160, 2}, 0.02f);
   register_softmax<u8>("256x256x2_u8", shape{256, 256, 2}, 0.1f);
+  // Small depth (vectorized across pixels) and a classifier head (vectorized along the channels).
+  register_softmax<u8, 21>("160x160x21_u8", shape{160, 160, 21}, 0.1f);
+  register_softmax<i8, 21>("160x160x21_i8", shape{160, 160, 21}, 0.1f);
+  register_softmax<u8, 1001>("1x1x1001_u8", shape{1, 1, 1001}, 0.1f);
   register_logistic<u8>("160x160x2_u8", shape{160, 160, 2}, quant_params{0.1f, 128});
   register_logistic<u8>("80x80x64_u8", shape{80, 80, 64}, quant_params{0.05f, 100});
   register_logistic<i8>("80x80x64_i8", shape{80, 80, 64}, quant_params{0.05f, -20});

@@ -1,5 +1,6 @@
 // ops/softmax.hpp against reference/softmax.hpp, bit for bit: two-class softmax over every pair of inputs at input
-// scales whose clamp window spans 1 to 4 lookups, the reference fallback for other channel counts, and logistic over
+// scales whose clamp window spans 1 to 4 lookups, every other channel count path (1..32 across pixels, 33+ along
+// channels, sums past 2^30 scalar) at several scales and betas, and logistic over
 // every input byte; u8 and i8, odd sizes, batch 2, unaligned and strided views, canaries around every output.
 #include "mosaiq/ops/softmax.hpp"
 
@@ -7,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -88,19 +90,49 @@ void check_two_classes(float input_scale, float beta) {
     }
 }
 
+/// Any channel count (the vector paths: transposed for 1..32, along the channels above; the reference in scalar
+/// builds) against the reference, at several input scales and betas, random inputs of full and narrow range.
 template <class T, int Channels>
-void check_fallback() {
-  const quant_params input{0.05f, -7};
-  const mosaiq::softmax<softmax_config{.channels = Channels}, T> kernel(input, 1.0f);
-  static_assert(!decltype(kernel)::specialized);
-  const ref::softmax_table table(input, 1.0f);
-  std::mt19937 rng(5);
-  for (const layout l : layouts)
-    for (shape dims : sizes) {
-      dims.channels = Channels;
-      check_layout<T>(
-          kernel, [&](tensor_view<const T> in, tensor_view<T> out) { ref::softmax<T>(table, in, out); }, dims, l, rng);
+void check_channels() {
+  CAPTURE(Channels);
+  static_assert(mosaiq::softmax<softmax_config{.channels = Channels}, T>::specialized ==
+                (mosaiq::simd::native_isa != mosaiq::simd::isa::scalar || Channels == 2));
+  std::mt19937 rng(5 + Channels);
+  const struct {
+    float scale, beta;
+  } params[] = {{0.05f, 1.0f}, {0.5f, 1.0f}, {0.004f, 1.0f}, {0.1f, 0.37f}, {0.3f, 2.5f}};
+  for (const auto p : params) {
+    CAPTURE(p.scale);
+    CAPTURE(p.beta);
+    const quant_params input{p.scale, -7};
+    const mosaiq::softmax<softmax_config{.channels = Channels}, T> kernel(input, p.beta);
+    REQUIRE(kernel.valid());
+    const ref::softmax_table table(input, p.beta);
+    const auto reference = [&](tensor_view<const T> in, tensor_view<T> out) { ref::softmax<T>(table, in, out); };
+    const shape few[] = {{1, 1, 0}, {1, 3, 0}, {7, 5, 0}, {3, 33, 0}};
+    for (const layout l : layouts)
+      for (shape dims : few) {
+        if (Channels > 100 && dims.pixels() > 20) continue;
+        dims.channels = Channels;
+        check_layout<T>(kernel, reference, dims, l, rng);
+      }
+    // Narrow ranges: many channels near the maximum (large sums, exact-division boundaries).
+    for (const int spread : {0, 1, 3, 12}) {
+      CAPTURE(spread);
+      placed_tensor<T> in(shape{3, 7, Channels}, 1, 2, 1), out(shape{3, 7, Channels}, 1, 2, 0);
+      placed_tensor<T> expected(shape{3, 7, Channels}, 1, 0, 0);
+      std::uniform_int_distribution<int> offset(0, spread);
+      const auto v = in.view();
+      for (int y = 0; y < 3; ++y)
+        for (int x = 0; x < 7; ++x)
+          for (int c = 0; c < Channels; ++c)
+            v(0, y, x, c) = static_cast<T>(mosaiq::element_traits<T>::max - offset(rng) - 9 * y);
+      reference(tensor_view<const T>(v), expected.view());
+      kernel(v, out.view());
+      CHECK(out.values() == expected.values());
+      CHECK(out.first_damaged_canary() == -1);
     }
+  }
 }
 
 template <class T>
@@ -162,12 +194,79 @@ TEST_CASE("two-class softmax: the clamp window spans one to four 128-entry looku
   CHECK(widest > 384);
 }
 
-TEST_CASE("softmax with other channel counts falls back to the reference") {
-  check_fallback<u8, 1>();
-  check_fallback<u8, 3>();
-  check_fallback<i8, 8>();
-  check_fallback<u8, 17>();
+TEST_CASE("softmax, 1..32 channels (vectorized across pixels) equals the reference") {
+  check_channels<u8, 1>();
+  check_channels<i8, 3>();
+  check_channels<u8, 3>();
+  check_channels<u8, 4>();
+  check_channels<i8, 5>();
+  check_channels<u8, 8>();
+  check_channels<i8, 8>();
+  check_channels<u8, 15>();
+  check_channels<i8, 16>();
+  check_channels<u8, 17>();
+  check_channels<u8, 21>();
+  check_channels<i8, 21>();
+  check_channels<u8, 32>();
+  check_channels<i8, 32>();
 }
+
+TEST_CASE("softmax, 33+ channels (vectorized along channels) equals the reference") {
+  check_channels<u8, 33>();
+  check_channels<u8, 64>();
+  check_channels<i8, 64>();
+  check_channels<i8, 100>();
+  check_channels<u8, 1001>();
+  check_channels<i8, 1001>();
+  check_channels<u8, 4100>();  // int32 partial sums flushed more than once
+}
+
+#if defined(MOSAIQ_LANES)
+TEST_CASE("softmax: the vector normalization is the exact quotient at remainders 0, 1, d - 2 and d - 1") {
+  // min(255, (256 e + d/2) / d) for 0 <= e <= d < 2^30, at numerators next to multiples of d, where a float
+  // estimate off by one is only caught by the remainder correction.
+  namespace vec = mosaiq::detail::probability::vec;
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<std::int32_t> divisor(1, (1 << 30) - 1);
+  std::uint32_t e[16], d[16], got[16];
+  int checked = 0;
+  while (checked < 200000) {
+    for (int i = 0; i < 16; ++i) {
+      d[i] = static_cast<std::uint32_t>(divisor(rng) >> (rng() % 24));
+      if (d[i] < 2) d[i] = 2;
+      const std::uint64_t q = rng() % 257;
+      const std::uint64_t r = std::array<std::uint64_t, 4>{0, 1, d[i] - 2, d[i] - 1}[rng() % 4];
+      // Solve 256 e + d/2 = q d + r for e when it is an integer in [0, d]; else use a random e.
+      const std::int64_t target = static_cast<std::int64_t>(q * d[i] + r) - d[i] / 2;
+      e[i] = target >= 0 && target % 256 == 0 && target / 256 <= d[i] ? static_cast<std::uint32_t>(target / 256)
+                                                                      : static_cast<std::uint32_t>(rng() % (d[i] + 1));
+    }
+    vec::reg er[vec::regs], dr[vec::regs], q[vec::regs];
+    for (int r = 0; r < vec::regs; ++r) {
+      alignas(64) std::int32_t ev[16], dv[16];
+      for (int i = 0; i < 16; ++i) {
+        ev[i] = static_cast<std::int32_t>(e[i]);
+        dv[i] = static_cast<std::int32_t>(d[i]);
+      }
+      std::memcpy(&er[r], ev + 16 / vec::regs * r, sizeof(vec::reg));
+      std::memcpy(&dr[r], dv + 16 / vec::regs * r, sizeof(vec::reg));
+      const auto one = mosaiq::detail::lanes::isa::set1(1);
+      q[r] = vec::normalize(er[r], dr[r], mosaiq::detail::lanes::isa::sub(dr[r], one), vec::half(dr[r]),
+                            vec::reciprocal(dr[r]));
+      vec::store(got + 16 / vec::regs * r, q[r]);
+    }
+    for (int i = 0; i < 16; ++i) {
+      const std::uint64_t expected = std::min<std::uint64_t>(255, (std::uint64_t{e[i]} * 256 + d[i] / 2) / d[i]);
+      if (got[i] != expected) {
+        CAPTURE(e[i]);
+        CAPTURE(d[i]);
+        CHECK(got[i] == expected);
+      }
+    }
+    checked += 16;
+  }
+}
+#endif
 
 TEST_CASE("softmax: misuse is reported") {
   mosaiq::test::recording_handler errors;

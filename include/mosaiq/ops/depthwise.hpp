@@ -115,8 +115,18 @@ constexpr int channel_position(int c) noexcept {
   return c / 64 * 64 + c % 16 / 4 * 16 + c % 64 / 16 * 4 + c % 4;
 }
 
+/// Output pixels per VNNI job for `channels` output channels: narrow layers share one 64-lane
+/// job between 2 (<= 32 channels) or 4 (<= 16) neighbouring pixels so that no lanes idle.
+constexpr int pixels_per_job(int channels) noexcept {
+  if constexpr (!uses_vnni) return 1;
+  return channels <= 16 ? 4 : channels <= 32 ? 2 : 1;
+}
+
 /// Which requantization the VNNI tile runs (chosen at load time from the scales).
-enum class requant_kind { lanes, lanes_with_left_shift, general };
+/// lanes*: simd::avx512::requant_lanes with the output zero point folded into the offsets;
+/// *_unsigned: the negative-x offsets are dropped because no lane's result for x < 0 survives the
+/// clamp differently (single rounding, or a clamp at or above the zero point such as ReLU/ReLU6).
+enum class requant_kind { lanes, lanes_with_left_shift, lanes_unsigned, lanes_unsigned_with_left_shift, general };
 
 /// Everything the hot loop of one (output row, channel job) needs.
 struct row_job {
@@ -136,6 +146,10 @@ struct row_job {
   void* out;                        // output pixel (ox = 0) of this row, offset to this block
   std::ptrdiff_t out_pixel_stride;  // elements
   int valid_channels;               // 1..job_channels
+  // VNNI with at most 32 output channels: one 64-lane job holds `pixels` (2 or 4) neighbouring
+  // output pixels of `pixel_width` (32 or 16) lanes each; columns are then counted in jobs and
+  // `out_width` is the row's real pixel count. 1 everywhere else.
+  int pixels = 1, pixel_width = 0, out_width = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -292,6 +306,45 @@ struct vnni_path {
     }
   }
 
+  // pixels (2 or 4) sub-vectors of `width` lanes, sub-vector k read from src[k][t]: the masked
+  // loads of every sub-vector merge into one 64-lane vector, never touching bytes past channel
+  // `channels` of each source pixel; the rest is the 64-lane build above.
+  static void interleave_pixels(const std::uint8_t* const (*src)[group_taps], int pixels, int width,
+                                std::uint8_t* dst, int channels, std::uint8_t flip) noexcept {
+    const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
+    const __mmask64 sub = (__mmask64{1} << channels) - 1;
+    __m512i v[group_taps];
+    for (int t = 0; t < group_taps; ++t) {
+      v[t] = _mm512_setzero_si512();
+      for (int k = 0; k < pixels; ++k)
+        v[t] = _mm512_mask_loadu_epi8(v[t], sub << (k * width), src[k][t] - k * width);
+      v[t] = _mm512_xor_si512(v[t], flip_bits);
+    }
+    const __m512i ab_lo = _mm512_unpacklo_epi8(v[0], v[1]), ab_hi = _mm512_unpackhi_epi8(v[0], v[1]);
+    const __m512i cd_lo = _mm512_unpacklo_epi8(v[2], v[3]), cd_hi = _mm512_unpackhi_epi8(v[2], v[3]);
+    _mm512_storeu_si512(dst, _mm512_unpacklo_epi16(ab_lo, cd_lo));
+    _mm512_storeu_si512(dst + 64, _mm512_unpackhi_epi16(ab_lo, cd_lo));
+    _mm512_storeu_si512(dst + 128, _mm512_unpacklo_epi16(ab_hi, cd_hi));
+    _mm512_storeu_si512(dst + 192, _mm512_unpackhi_epi16(ab_hi, cd_hi));
+  }
+
+  // simd::avx512::multiply_by_nonnegative_multiplier with the zero point already in the offsets
+  // (set up by depthwise::load); Signed = false reads offset_* for every lane (no sign blend).
+  template <bool LeftShift, bool Signed>
+  [[gnu::always_inline]] static __m512i requantize_lanes(__m512i x, const simd::avx512::requant_lanes& c) noexcept {
+    if constexpr (!Signed) {
+      const auto load = [](const void* p) { return _mm512_load_si512(p); };
+      if constexpr (LeftShift) x = _mm512_sllv_epi32(x, load(c.left_shift));
+      __m512i even = _mm512_mul_epi32(x, load(c.multiplier_even));
+      __m512i odd = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), load(c.multiplier_odd));
+      even = _mm512_srav_epi64(_mm512_add_epi64(even, load(c.offset_even)), load(c.shift_even));
+      odd = _mm512_srav_epi64(_mm512_add_epi64(odd, load(c.offset_odd)), load(c.shift_odd));
+      return _mm512_mask_shuffle_epi32(even, 0xAAAA, odd, _MM_PERM_CCAA);
+    } else {
+      return simd::avx512::multiply_by_nonnegative_multiplier<LeftShift>(x, c);
+    }
+  }
+
   // flatten and always_inline lambdas: GCC 12 otherwise leaves some unroll lambdas out of line and
   // the accumulators go through memory.
   template <int KH, int G, int TW, rounding R, class T, bool SplitWeights>
@@ -332,20 +385,21 @@ struct vnni_path {
     // Requantize to int32 output values (zero point added); the clamp happens on the packed bytes.
     const __m512i zp = _mm512_set1_epi32(job.output_zero_point);
     const auto* lanes = static_cast<const simd::avx512::requant_lanes*>(job.requant_lanes);
+    const auto with_lanes = [&]<bool LeftShift, bool Signed>() __attribute__((always_inline)) {
+      unroll<blocks>([&](auto j) __attribute__((always_inline)) {
+        unroll<TW>([&](auto p) __attribute__((always_inline)) {
+          acc[p][j] = requantize_lanes<LeftShift, Signed>(acc[p][j], lanes[j]);
+        });
+      });
+    };
     if (job.requant == requant_kind::lanes) {
-      unroll<blocks>([&](auto j) __attribute__((always_inline)) {
-        unroll<TW>([&](auto p) __attribute__((always_inline)) {
-          acc[p][j] =
-              _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier<false>(acc[p][j], lanes[j]), zp);
-        });
-      });
+      with_lanes.template operator()<false, true>();
+    } else if (job.requant == requant_kind::lanes_unsigned) {
+      with_lanes.template operator()<false, false>();
     } else if (job.requant == requant_kind::lanes_with_left_shift) {
-      unroll<blocks>([&](auto j) __attribute__((always_inline)) {
-        unroll<TW>([&](auto p) __attribute__((always_inline)) {
-          acc[p][j] =
-              _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier<true>(acc[p][j], lanes[j]), zp);
-        });
-      });
+      with_lanes.template operator()<true, true>();
+    } else if (job.requant == requant_kind::lanes_unsigned_with_left_shift) {
+      with_lanes.template operator()<true, false>();
     } else {
       const __m512i lo = _mm512_set1_epi32(job.clamp_min), hi = _mm512_set1_epi32(job.clamp_max);
       unroll<blocks>([&](auto j) __attribute__((always_inline)) {
@@ -363,16 +417,29 @@ struct vnni_path {
                   hi = _mm512_set1_epi8(static_cast<char>(job.clamp_max));
     const __mmask64 store_mask =
         job.valid_channels == job_channels ? ~__mmask64{0} : (__mmask64{1} << job.valid_channels) - 1;
-    T* out = static_cast<T*>(job.out) + ox * job.out_pixel_stride;
-    unroll<TW>([&](auto p) __attribute__((always_inline)) {
+    const auto narrow = [&](int p) __attribute__((always_inline)) {
       const __m512i low = _mm512_packs_epi32(acc[p][0], acc[p][1]), high = _mm512_packs_epi32(acc[p][2], acc[p][3]);
-      __m512i bytes;
       if constexpr (element_traits<T>::is_signed)
-        bytes = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(low, high), lo), hi);
+        return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(low, high), lo), hi);
       else
-        bytes = _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(low, high), lo), hi);
-      _mm512_mask_storeu_epi8(out + p * job.out_pixel_stride, store_mask, bytes);
-    });
+        return _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(low, high), lo), hi);
+    };
+    if (job.pixels == 1) {
+      T* out = static_cast<T*>(job.out) + ox * job.out_pixel_stride;
+      unroll<TW>([&](auto p) __attribute__((always_inline)) {
+        _mm512_mask_storeu_epi8(out + p * job.out_pixel_stride, store_mask, narrow(p));
+      });
+    } else {
+      // Sub-vector k of job column ox + p is output pixel (ox + p) * pixels + k.
+      auto* const out = static_cast<std::uint8_t*>(job.out);
+      unroll<TW>([&](auto p) __attribute__((always_inline)) {
+        const __m512i bytes = narrow(p);
+        const int first = (ox + p) * job.pixels;
+        for (int k = 0; k < job.pixels && first + k < job.out_width; ++k)
+          _mm512_mask_storeu_epi8(out + (first + k) * job.out_pixel_stride - k * job.pixel_width,
+                                  store_mask << (k * job.pixel_width), bytes);
+      });
+    }
   }
 };
 #if defined(__GNUC__) && !defined(__clang__)
@@ -574,7 +641,8 @@ class depthwise {
     using detail::kernel::align, detail::kernel::round_up;
     layout l;
     const shape o = output_shape(in);
-    l.out_w = o.width;
+    const int pixels = detail::dw::pixels_per_job(o.channels);
+    l.out_w = (o.width + pixels - 1) / pixels;  // job columns
     l.padded_channels = round_up(o.channels, job_channels);
     l.row_bytes = static_cast<std::size_t>(l.out_w) * groups * static_cast<std::size_t>(l.padded_channels) *
                   detail::dw::group_taps;
@@ -616,9 +684,13 @@ class depthwise {
     mult_.assign(static_cast<std::size_t>(padded), 0);
     left_.assign(static_cast<std::size_t>(padded), 0);
     right_.assign(static_cast<std::size_t>(padded), R == rounding::single_round ? 1 : 0);
-    for (int c = 0; c < oc; ++c) {
+    // Narrow layers (pixels_per_job > 1): lane v of the job holds channel v % width of its pixel.
+    const int pixels = detail::dw::pixels_per_job(oc), width = job_channels / pixels;
+    for (int v = 0; v < (pixels > 1 ? job_channels : oc); ++v) {
+      const int c = pixels > 1 ? v % width : v;
+      if (c >= oc) continue;
       std::int64_t weight_sum = 0;
-      const int at_channel = detail::dw::channel_position(c);
+      const int at_channel = detail::dw::channel_position(v);
       const int job = at_channel / job_channels, lane = at_channel % job_channels;
       for (int kr = 0; kr < kh; ++kr)
         for (int kc = 0; kc < kw; ++kc) {
@@ -636,16 +708,35 @@ class depthwise {
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
     if constexpr (detail::dw::uses_vnni) {
       requant_lanes_.assign(static_cast<std::size_t>(padded / detail::dw::block), {});
-      bool supported = true, left_shift = false;
+      bool supported = true, left_shift = false, sign_free = true;
+      // For x < 0 (M >= 2^30 or 0) both offsets give results <= 0, which a clamp at or above the
+      // zero point maps to clamp.min either way; single rounding has one offset anyway.
+      const bool clamp_hides_negative = q.clamp.min >= q.output_zero_point;
       for (int at = 0; at < padded; ++at) {
         const requant_scale s{mult_[at], left_[at], right_[at]};
         supported = supported && simd::avx512::requant_lanes::supports<R>(s);
         left_shift = left_shift || s.left_shift != 0;
-        requant_lanes_[at / detail::dw::block].template set_lane<R>(at % detail::dw::block, s);
+        auto& lanes = requant_lanes_[at / detail::dw::block];
+        const int lane = at % detail::dw::block;
+        lanes.template set_lane<R>(lane, s);
+        // Fold the output zero point into both offsets: floor((v + zp 2^k) / 2^k) = floor(v / 2^k) + zp,
+        // while |x M| < 2^62 and the offsets stay far inside int64 (shift <= 52).
+        std::int64_t* const shift = (lane % 2 == 0 ? lanes.shift_even : lanes.shift_odd) + lane / 2;
+        std::int64_t* const offset = (lane % 2 == 0 ? lanes.offset_even : lanes.offset_odd) + lane / 2;
+        std::int64_t* const negative = (lane % 2 == 0 ? lanes.negative_offset_even : lanes.negative_offset_odd) + lane / 2;
+        if (*shift < 0 || *shift > 52) {
+          supported = false;
+          continue;
+        }
+        *offset += static_cast<std::int64_t>(q.output_zero_point) * (std::int64_t{1} << *shift);
+        *negative += static_cast<std::int64_t>(q.output_zero_point) * (std::int64_t{1} << *shift);
+        const bool normalized = s.multiplier == 0 || s.multiplier >= (std::int32_t{1} << 30);
+        sign_free = sign_free && (*offset == *negative || (normalized && clamp_hides_negative));
       }
-      requant_ = !supported   ? detail::dw::requant_kind::general
-                 : left_shift ? detail::dw::requant_kind::lanes_with_left_shift
-                              : detail::dw::requant_kind::lanes;
+      using kind = detail::dw::requant_kind;
+      requant_ = !supported  ? kind::general
+                 : sign_free ? (left_shift ? kind::lanes_unsigned_with_left_shift : kind::lanes_unsigned)
+                             : (left_shift ? kind::lanes_with_left_shift : kind::lanes);
     }
 #endif
     for (int g = 0; g < groups; ++g)
@@ -684,6 +775,7 @@ class depthwise {
     int* const tags = reinterpret_cast<int*>(base + l.tags);
     const std::size_t ring_stride = detail::kernel::round_up(l.row_bytes, detail::kernel::align);
     const int oc = expected.channels;
+    const int pixels = detail::dw::pixels_per_job(oc);
 
     // Padding reads the raw input zero point; the build flips it like every other input byte.
     std::memset(pad_pixel, static_cast<std::uint8_t>(input_zero_point_), static_cast<std::size_t>(oc));
@@ -734,8 +826,11 @@ class depthwise {
                 .group_ones = group_ones_.data(),
                 .out = out.pixel(n, oy0 + r, 0) + c0,
                 .out_pixel_stride = out.pixel_stride(),
-                .valid_channels = std::min(job_channels, oc - c0)};
-            run_columns(job, expected.width);
+                .valid_channels = std::min(job_channels, oc - c0),
+                .pixels = pixels,
+                .pixel_width = job_channels / pixels,
+                .out_width = expected.width};
+            run_columns(job, l.out_w);
           }
         }
       }
@@ -774,6 +869,28 @@ class depthwise {
       source_stride = oc;
     }
     const std::ptrdiff_t column_bytes = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+    if constexpr (detail::dw::uses_vnni) {
+      const int pixels = detail::dw::pixels_per_job(oc);
+      if (pixels > 1) {
+        const int out_width = output_shape(in.dims()).width;
+        for (int ox = 0; ox < l.out_w; ++ox)
+          for (int g = 0; g < groups; ++g) {
+            const std::uint8_t* taps[4][detail::dw::group_taps];
+            for (int k = 0; k < pixels; ++k)
+              for (int t = 0; t < detail::dw::group_taps; ++t) {
+                const int x = ox * pixels + k, tap = g * detail::dw::group_taps + t;
+                const int ix = x * Cfg.stride.w - pad_left + tap * Cfg.dilation.w;
+                taps[k][t] = x < out_width && tap < kw && ix >= 0 && ix < in.width() ? source + ix * source_stride
+                                                                                     : pad_pixel;
+              }
+            path::interleave_pixels(taps, pixels, job_channels / pixels, row + (ox * groups + g) * column_bytes, oc,
+                                    flip);
+          }
+        return;
+      }
+    }
+#endif
     for (int ox = 0; ox < l.out_w; ++ox)
       for (int g = 0; g < groups; ++g) {
         const std::uint8_t* taps[detail::dw::group_taps];

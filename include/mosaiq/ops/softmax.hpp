@@ -18,8 +18,14 @@
 // Pixels are processed as byte pairs of dense views (the lookups produce interleaved out0/out1 directly); strided
 // views go pixel by pixel through the scalar twin.
 //
-// Other channel counts: explicit fallback to reference::softmax (exp table, 64-bit sums, one exact integer division
-// per element); a vectorized exact normalization is not written yet.
+// Other channel counts (every ISA with 32-bit lanes, ops/detail/lanes.hpp; scalar builds call reference::softmax):
+//   1..32 channels   16 pixels per block, one int32 lane per pixel (vectorized across pixels, not across the tiny
+//                    channel axis): channels transposed through a byte buffer, lane max, exp entries gathered
+//                    (vpgatherdd on AVX-512/AVX2, scalar loads on NEON) and summed (< 2^30), then
+//   33+ channels     one pixel at a time, vectorized along the channels (gathered entries, int32 partial sums
+//                    flushed to 64 bits), pixels with sum >= 2^30 (over 128 channels near the maximum) go scalar;
+// both normalize exactly: q = trunc(float(256 e + sum/2) * (1/float(sum))) is within one of the reference's
+// 64-bit quotient, and the int32 remainder 256 e + sum/2 - q sum (exact mod 2^32, |r| < 2^31) corrects it.
 //
 // Logistic: the 256-entry reference table indexed by the input byte, looked up with vpermi2b (AVX-512 VBMI),
 // XOR-telescoped pshufb (AVX2, AVX-512 without VBMI), vqtbx4q (NEON aarch64), or a scalar loop.
@@ -36,6 +42,7 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/detail/lanes.hpp"
 #include "mosaiq/reference/softmax.hpp"
 #include "mosaiq/simd/arch.hpp"
 
@@ -231,6 +238,213 @@ inline void pairs_dense(const pair_table& table, const T* in, T* out, std::size_
   pairs_scalar<T>(table, in + 2 * done, out + 2 * done, pixels - done);
 }
 
+/// Softmax of every pixel of a strided run (pixel k at in + k * in_stride), any channel count: the reference formula
+/// pixel by pixel. Used for the tails and for pixels whose sum exceeds the vector normalization's range.
+template <quantized_element T>
+inline void rows_scalar(const std::array<std::uint32_t, 256>& exp_table, const T* in, std::ptrdiff_t in_stride, T* out,
+                        std::ptrdiff_t out_stride, std::size_t pixels, int channels) noexcept {
+  for (std::size_t k = 0; k < pixels; ++k) {
+    const T* source = in + static_cast<std::ptrdiff_t>(k) * in_stride;
+    T* result = out + static_cast<std::ptrdiff_t>(k) * out_stride;
+    std::int32_t max = source[0];
+    for (int c = 1; c < channels; ++c) max = std::max<std::int32_t>(max, source[c]);
+    std::uint64_t sum = 0;
+    for (int c = 0; c < channels; ++c) sum += exp_table[static_cast<std::size_t>(source[c] - max + 255)];
+    for (int c = 0; c < channels; ++c) {
+      const std::uint64_t entry = exp_table[static_cast<std::size_t>(source[c] - max + 255)];
+      const std::uint64_t probability_q8 = std::min<std::uint64_t>(255, ((entry << 8) + sum / 2) / sum);
+      result[c] = static_cast<T>(static_cast<std::int32_t>(probability_q8) + element_traits<T>::min);
+    }
+  }
+}
+
+#if defined(MOSAIQ_LANES)
+inline constexpr bool has_lanes = true;
+namespace vec {
+using lanes::freg;
+using lanes::isa;
+using lanes::reg;
+constexpr int regs = isa::regs;
+
+[[gnu::always_inline]] inline void store(std::uint32_t* p, reg a) noexcept {
+#if defined(__AVX512F__)
+  _mm512_storeu_si512(p, a);
+#elif defined(__AVX2__)
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), a);
+#else
+  vst1q_s32(reinterpret_cast<std::int32_t*>(p), a);
+#endif
+}
+
+/// Table entries at 16 indices in [0, 255]: gathers on x86, scalar loads on NEON.
+[[gnu::always_inline]] inline void gather(const std::uint32_t* table, const reg* index, reg* entries) noexcept {
+#if defined(__AVX512F__)
+  entries[0] = _mm512_i32gather_epi32(index[0], table, 4);
+#elif defined(__AVX2__)
+  for (int r = 0; r < regs; ++r) entries[r] = _mm256_i32gather_epi32(reinterpret_cast<const int*>(table), index[r], 4);
+#else
+  alignas(16) std::int32_t at[16], values[16];
+  for (int r = 0; r < regs; ++r) vst1q_s32(at + 4 * r, index[r]);
+  for (int i = 0; i < 16; ++i) values[i] = static_cast<std::int32_t>(table[at[i]]);
+  for (int r = 0; r < regs; ++r) entries[r] = vld1q_s32(values + 4 * r);
+#endif
+}
+
+/// a >> 1 (logical) for a >= 0.
+[[gnu::always_inline]] inline reg half(reg a) noexcept {
+#if defined(__AVX512F__)
+  return _mm512_srli_epi32(a, 1);
+#elif defined(__AVX2__)
+  return _mm256_srli_epi32(a, 1);
+#else
+  return vshrq_n_s32(a, 1);
+#endif
+}
+
+/// 1 / float(d) for d > 0 (any correctly rounded division: the remainder step below makes the quotient exact).
+[[gnu::always_inline]] inline freg reciprocal(reg d) noexcept {
+#if defined(__AVX512F__)
+  return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(d));
+#elif defined(__AVX2__)
+  return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_cvtepi32_ps(d));
+#elif defined(__aarch64__)
+  return vdivq_f32(vdupq_n_f32(1.0f), vcvtq_f32_s32(d));
+#else
+  alignas(16) float v[4];
+  vst1q_f32(v, vcvtq_f32_s32(d));
+  for (float& x : v) x = 1.0f / x;
+  return vld1q_f32(v);
+#endif
+}
+
+/// The reference's min(255, (e * 256 + h) / d) with h = d / 2, exactly, for 0 <= e <= d < 2^30: the float quotient
+/// is within 2^-21 relative of the exact one (so off by at most one after truncation), and the remainder
+/// n - q * d, exact mod 2^32 and inside (-2^30, 2^31), corrects it.
+[[gnu::always_inline]] inline reg normalize(reg e, reg d, reg d_minus_one, reg h, freg inverse) noexcept {
+  const reg n = isa::add(isa::shift_left(e, 8), h);
+  const freg nf = isa::fadd(isa::fmul(isa::to_float(e), isa::fset1(256.0f)), isa::to_float(h));
+  reg q = isa::truncate(isa::fmul(nf, inverse));
+  const reg r = isa::sub(n, isa::mullo(q, d));
+  q = isa::sub(q, isa::greater(r, d_minus_one));  // r >= d: one more
+  q = isa::add(q, isa::greater(isa::zero(), r));  // r < 0: one less
+  return isa::min(q, isa::set1(255));
+}
+
+/// Largest channel count of the transposed path: sums stay below 2^30 (at most channels * 2^23).
+inline constexpr int max_transposed_channels = 32;
+
+/// Small depths: 16 pixels per block, one lane per pixel; channels are transposed through a byte buffer (as u8:
+/// i8 ^ 0x80 keeps every difference), the entries of a block stay in registers for the normalization.
+template <quantized_element T>
+inline void transposed(const std::array<std::uint32_t, 256>& exp_table, const T* in, std::ptrdiff_t in_stride, T* out,
+                       std::ptrdiff_t out_stride, std::size_t pixels, int channels) noexcept {
+  constexpr std::uint8_t flip = std::same_as<T, i8> ? 0x80 : 0x00;
+  alignas(64) std::uint8_t bytes[max_transposed_channels * 16];
+  reg entries[max_transposed_channels][regs];
+  const auto* table = exp_table.data();
+  for (std::size_t k = 0; k < pixels; k += 16) {
+    const int lanes_used = static_cast<int>(std::min<std::size_t>(16, pixels - k));
+    const T* source = in + static_cast<std::ptrdiff_t>(k) * in_stride;
+    if (lanes_used < 16) std::memset(bytes, 0, sizeof bytes);
+    for (int i = 0; i < lanes_used; ++i)
+      for (int c = 0; c < channels; ++c)
+        bytes[16 * c + i] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(source[i * in_stride + c]) ^ flip);
+    reg max[regs], x[regs];
+    isa::widen<u8>(bytes, max);
+    for (int c = 1; c < channels; ++c) {
+      isa::widen<u8>(bytes + 16 * c, x);
+      for (int r = 0; r < regs; ++r) max[r] = isa::max(max[r], x[r]);
+    }
+    reg sum[regs];
+    for (int r = 0; r < regs; ++r) {
+      max[r] = isa::sub(isa::set1(255), max[r]);  // index = x + (255 - max)
+      sum[r] = isa::zero();
+    }
+    for (int c = 0; c < channels; ++c) {
+      isa::widen<u8>(bytes + 16 * c, x);
+      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], max[r]);
+      gather(table, x, entries[c]);
+      for (int r = 0; r < regs; ++r) sum[r] = isa::add(sum[r], entries[c][r]);
+    }
+    reg d_minus_one[regs], h[regs];
+    freg inverse[regs];
+    for (int r = 0; r < regs; ++r) {
+      d_minus_one[r] = isa::sub(sum[r], isa::set1(1));
+      h[r] = half(sum[r]);
+      inverse[r] = reciprocal(sum[r]);
+    }
+    for (int c = 0; c < channels; ++c) {
+      reg q[regs];
+      for (int r = 0; r < regs; ++r) q[r] = normalize(entries[c][r], sum[r], d_minus_one[r], h[r], inverse[r]);
+      isa::narrow<u8>(bytes + 16 * c, q);
+    }
+    T* result = out + static_cast<std::ptrdiff_t>(k) * out_stride;
+    for (int i = 0; i < lanes_used; ++i)
+      for (int c = 0; c < channels; ++c)
+        result[i * out_stride + c] = static_cast<T>(static_cast<std::uint8_t>(bytes[16 * c + i] ^ flip));
+  }
+}
+
+/// Large depths, one pixel at a time, vectorized along the channels: byte max, gathered entries summed in int32 lanes
+/// (flushed to 64 bits every 128 blocks), then the exact normalization with the sum broadcast. Pixels whose sum
+/// reaches 2^30 (only when more than 128 channels sit near the maximum) take the scalar formula.
+template <quantized_element T>
+inline void along_channels(const std::array<std::uint32_t, 256>& exp_table, const T* in, std::ptrdiff_t in_stride,
+                           T* out, std::ptrdiff_t out_stride, std::size_t pixels, int channels) noexcept {
+  const auto* table = exp_table.data();
+  const int body = channels / 16 * 16;
+  for (std::size_t k = 0; k < pixels; ++k) {
+    const T* source = in + static_cast<std::ptrdiff_t>(k) * in_stride;
+    T* result = out + static_cast<std::ptrdiff_t>(k) * out_stride;
+    T max_value = source[0];
+    for (int c = 1; c < channels; ++c) max_value = std::max(max_value, source[c]);
+    const std::int32_t max = max_value;
+    const reg bias = isa::set1(255 - max);
+    std::uint64_t sum = 0;
+    int c = 0;
+    while (c < body) {
+      reg acc[regs], x[regs], e[regs];
+      for (int r = 0; r < regs; ++r) acc[r] = isa::zero();
+      const int stop = std::min(body, c + 128 * 16);
+      for (; c < stop; c += 16) {
+        isa::widen<T>(source + c, x);
+        for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias);
+        gather(table, x, e);
+        for (int r = 0; r < regs; ++r) acc[r] = isa::add(acc[r], e[r]);
+      }
+      alignas(64) std::uint32_t parts[16];
+      for (int r = 0; r < regs; ++r) store(parts + 16 / regs * r, acc[r]);
+      for (const std::uint32_t p : parts) sum += p;
+    }
+    for (; c < channels; ++c) sum += table[static_cast<std::size_t>(source[c] - max + 255)];
+    if (sum >= (std::uint64_t{1} << 30)) {
+      rows_scalar<T>(exp_table, source, in_stride, result, out_stride, 1, channels);
+      continue;
+    }
+    const auto d = static_cast<std::int32_t>(sum);
+    const reg d_reg = isa::set1(d), d_minus_one = isa::set1(d - 1), h = isa::set1(d / 2);
+    const freg inverse = isa::fset1(1.0f / static_cast<float>(d));
+    const reg zero_point = isa::set1(element_traits<T>::min);
+    for (c = 0; c < body; c += 16) {
+      reg x[regs], e[regs];
+      isa::widen<T>(source + c, x);
+      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias);
+      gather(table, x, e);
+      for (int r = 0; r < regs; ++r) x[r] = isa::add(normalize(e[r], d_reg, d_minus_one, h, inverse), zero_point);
+      isa::narrow<T>(result + c, x);
+    }
+    for (; c < channels; ++c) {
+      const std::uint64_t entry = table[static_cast<std::size_t>(source[c] - max + 255)];
+      const std::uint64_t probability_q8 = std::min<std::uint64_t>(255, ((entry << 8) + sum / 2) / sum);
+      result[c] = static_cast<T>(static_cast<std::int32_t>(probability_q8) + element_traits<T>::min);
+    }
+  }
+}
+}  // namespace vec
+#else
+inline constexpr bool has_lanes = false;
+#endif
+
 /// Logistic over `count` contiguous bytes; `values` is the 256-entry table indexed by the input byte.
 struct logistic_bytes {
   alignas(64) std::array<byte, 256> values{};
@@ -306,14 +520,15 @@ class softmax {
 
  public:
   static constexpr softmax_config config = Cfg;
-  /// True when the run uses the two-class difference table; otherwise it calls reference::softmax.
-  static constexpr bool specialized = Cfg.channels == 2;
+  /// True when the run uses the two-class difference table or the vector paths (every ISA with 32-bit lanes);
+  /// otherwise (scalar builds, other channel counts than 2) it calls reference::softmax.
+  static constexpr bool specialized = Cfg.channels == 2 || detail::probability::has_lanes;
   static constexpr quant_params output_params = reference::probability_output_params<T>;
 
   /// Load time: builds the tables from the input quantization and beta (reported as errc::invalid_argument, and the
   /// object refuses to run, unless the scale and beta are finite and positive).
   explicit softmax(quant_params input, float beta = 1.0f) : table_(input, beta) {
-    if constexpr (specialized) {
+    if constexpr (Cfg.channels == 2) {
       if (table_.valid()) build_pair_table();
     }
   }
@@ -337,7 +552,7 @@ class softmax {
       return;
     if (!require(in.channels() == Cfg.channels, errc::shape_mismatch, "softmax: channels differ from config.channels"))
       return;
-    if constexpr (specialized) {
+    if constexpr (Cfg.channels == 2) {
       if (in.is_dense() && out.is_dense()) {
         const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
         detail::probability::pairs_dense<T>(pairs_, in.data(), out.data(), pixels);
@@ -348,8 +563,20 @@ class softmax {
           for (int x = 0; x < in.width(); ++x)
             detail::probability::pairs_scalar<T>(pairs_, in.pixel(n, y, x), out.pixel(n, y, x), 1);
     } else {
-      // Explicit fallback: exp table + exact per-element integer division, as the reference (not vectorized yet).
+#if defined(MOSAIQ_LANES)
+      // Every pixel is at data + k * pixel_stride (rows and images follow the pixel stride).
+      const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
+      if (pixels == 0) return;
+      if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
+        detail::probability::vec::transposed<T>(table_.entries(), in.data(), in.pixel_stride(), out.data(),
+                                                out.pixel_stride(), pixels, Cfg.channels);
+      else
+        detail::probability::vec::along_channels<T>(table_.entries(), in.data(), in.pixel_stride(), out.data(),
+                                                    out.pixel_stride(), pixels, Cfg.channels);
+#else
+      // Scalar builds: the reference (exp table + exact per-element integer division).
       reference::softmax<T>(table_, in, out);
+#endif
     }
   }
 
