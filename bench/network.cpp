@@ -253,8 +253,7 @@ void register_face() {
     problem* p = get();
     if (p == nullptr) return state.SkipWithError(shared->error.c_str());
     time_frames(
-        state, [p] { p->detector->detect(p->input_view(), {}, std::span<face::detection>(p->faces.data(), 0)); },
-        net::macs,
+        state, [p] { p->run(); }, net::macs,
         [](benchmark::State& s, double) {
           s.counters["arena_bytes"] = double(net::arena_bytes);
           s.counters["peak_live_bytes"] = double(net::peak_live_bytes);

@@ -151,6 +151,16 @@ inline calibration calibrate_face_model(const float_model<u8>& source, const std
 
 namespace detail {
 
+/// Where output o's k-th weight sits in a float filter, and which input channel it reads:
+/// depthwise [tap][C] reads channel o; conv2d/pointwise [o][tap][Cin].
+struct weight_position {
+  std::size_t index, input_channel;
+};
+inline weight_position weight_of(bool depthwise, std::size_t cout, std::size_t cin, std::size_t per_output,
+                                 std::size_t o, std::size_t k) noexcept {
+  return depthwise ? weight_position{k * cout + o, o} : weight_position{o * per_output + k, k % cin};
+}
+
 /// Bias correction (Nagel et al. 2019, "Data-free quantization"): a quantized filter w_q = w + e
 /// shifts every output by e . E[x]; subtracting that expectation, measured per input channel on
 /// the calibration photos, from the float bias removes the systematic part of the weight
@@ -169,10 +179,9 @@ void correct_bias(FloatWeights& fw, const typename Net::weights& qw, const calib
       const float scale = q.filter_scales[q.filter_scales.size() == 1 ? 0 : o];
       double shift = 0;
       for (std::size_t k = 0; k < per_output; ++k) {
-        // Depthwise [tap][C]: output o reads channel o; conv [o][tap][Cin].
-        const std::size_t index = depthwise ? k * cout + o : o * per_output + k;
-        const double error = double(q.filter[index] - q.filter_zero_point) * scale - layer.filter[index];
-        shift += error * mean[depthwise ? o : k % cin];
+        const weight_position w = weight_of(depthwise, cout, cin, per_output, o, k);
+        const double error = double(q.filter[w.index] - q.filter_zero_point) * scale - layer.filter[w.index];
+        shift += error * mean[w.input_channel];
       }
       layer.bias[o] = static_cast<float>(layer.bias[o] - shift);
     }
@@ -187,8 +196,7 @@ struct tensor_errors {
 };
 
 template <quantized_element T>
-tensor_errors measure_errors(const tools::float_weights<ssd_mobilenet_v1<T>>& reference,
-                             const typename ssd_mobilenet_v1<T>::weights& quantized,
+tensor_errors measure_errors(const tools::float_weights<ssd_mobilenet_v1<T>>& reference, const model<T>& quantized,
                              const std::vector<std::vector<float>>& inputs) {
   using net = ssd_mobilenet_v1<T>;
   tensor_errors e;
@@ -198,12 +206,8 @@ tensor_errors measure_errors(const tools::float_weights<ssd_mobilenet_v1<T>>& re
     const std::size_t c = std::size_t(net::topology.tensors[t].dims.channels);
     e.all[t].assign(c, 0), e.linear[t].assign(c, 0), all_count[t].assign(c, 0), linear_count[t].assign(c, 0);
   }
-  const auto prepared = net::prepare(quantized);
-  std::vector<std::byte> storage(net::arena_bytes + arena_alignment);
-  void* aligned = storage.data();
-  std::size_t space = storage.size();
-  std::align(arena_alignment, net::arena_bytes, aligned, space);
-  const std::span<std::byte> arena(static_cast<std::byte*>(aligned), net::arena_bytes);
+  const auto run = std::make_unique<detector<T>>(quantized);  // the prepared network and its arena
+  const typename net::prepared& prepared = run->prepared();
   std::vector<T> output(net::output_shape.elements()), input(net::input_shape.elements());
   auto runner = std::make_unique<tools::float_runner<net>>();
   const auto accumulate = [&](std::size_t t, const T* q) {
@@ -229,7 +233,7 @@ tensor_errors measure_errors(const tools::float_weights<ssd_mobilenet_v1<T>>& re
       }
     };
     net::run_observed(prepared, tensor_view<const T>(input.data(), net::input_shape),
-                      tensor_view<T>(output.data(), net::output_shape), arena, observer{&accumulate});
+                      tensor_view<T>(output.data(), net::output_shape), run->arena(), observer{&accumulate});
     accumulate(net::tensor_count - 1, output.data());
   }
   for (std::size_t t = 0; t < net::tensor_count; ++t)
@@ -253,8 +257,10 @@ void correct_bias_empirically(FloatWeights& fw, const tensor_errors& e) {
     const bool depthwise = Net::template layer<I>::kind == "depthwise";
     for (std::size_t o = 0; o < cout; ++o) {
       double propagated = 0;
-      for (std::size_t k = 0; k < per_output; ++k)
-        propagated += depthwise ? layer.filter[k * cout + o] * in[o] : layer.filter[o * per_output + k] * in[k % cin];
+      for (std::size_t k = 0; k < per_output; ++k) {
+        const weight_position w = weight_of(depthwise, cout, cin, per_output, o, k);
+        propagated += layer.filter[w.index] * in[w.input_channel];
+      }
       layer.bias[o] = static_cast<float>(layer.bias[o] - (out[o] - propagated));
     }
   }
@@ -292,7 +298,7 @@ std::unique_ptr<model<T>> quantize_face_model(const float_model<T>& source, cons
       throw std::runtime_error("face model: quantization failed");
   }
   for (int pass = 0; empirical_inputs != nullptr && pass < empirical_passes; ++pass) {
-    const detail::tensor_errors errors = detail::measure_errors<T>(source.weights, result->weights, *empirical_inputs);
+    const detail::tensor_errors errors = detail::measure_errors<T>(source.weights, *result, *empirical_inputs);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (detail::correct_bias_empirically<net, I>(*shifted, errors), ...);
     }(std::make_index_sequence<net::layer_count>{});

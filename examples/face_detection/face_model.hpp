@@ -214,14 +214,6 @@ struct postprocess_scratch {
 
 namespace detail {
 
-template <class V>
-float value(V v, quant_params q) noexcept {
-  if constexpr (std::is_same_v<V, float>)
-    return v;
-  else
-    return dequantize_value(v, q);
-}
-
 /// The smallest quantized logit whose score passes: scores are then compared as bytes.
 template <class V>
 int first_passing_logit(quant_params q, float min_confidence) noexcept {
@@ -247,6 +239,7 @@ std::size_t decode_and_suppress(const std::array<head_view<V>, head_count>& head
     // dequantized, passed through the sigmoid and decoded.
     int first_passing = 0;
     if constexpr (!std::is_same_v<V, float>) first_passing = detail::first_passing_logit<V>(head.class_quant, options.min_confidence);
+    const input_tensor<V> encodings{std::span<const V>(head.boxes, count * 4), head.box_quant};
     for (std::size_t a = 0; a < count; ++a, ++anchor) {
       const V logit = head.classes[a * classes_per_anchor + face_class];
       float score = 0;
@@ -257,10 +250,7 @@ std::size_t decode_and_suppress(const std::array<head_view<V>, head_count>& head
         if (int(logit) < first_passing) continue;
         score = sigmoid(dequantize_value(logit, head.class_quant));
       }
-      const std::array<float, 4> encoding{
-          detail::value(head.boxes[a * 4 + 0], head.box_quant), detail::value(head.boxes[a * 4 + 1], head.box_quant),
-          detail::value(head.boxes[a * 4 + 2], head.box_quant), detail::value(head.boxes[a * 4 + 3], head.box_quant)};
-      scratch.boxes[candidates] = decode_tf_box(anchors[anchor], encoding, box_coder_scales{});
+      scratch.boxes[candidates] = decode_tf_box(anchors[anchor], encodings.four(a * 4), box_coder_scales{});
       scratch.scores[candidates] = score;
       ++candidates;
     }

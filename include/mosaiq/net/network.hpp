@@ -306,14 +306,16 @@ class network {
     return shapes;
   }();
 
- private:
-  using T = element_type;
-  static constexpr std::size_t output_tensor = tensor_count - 1;
-
+  /// Shape of layer I's (first) input tensor; for tap and from layers the tensor they name.
   template <std::size_t I>
   static constexpr shape layer_input_shape =
       topology.layers[I].role == layer_role::op ? topology.tensors[std::size_t(topology.layers[I].inputs[0])].dims
                                                 : topology.layers[I].dims;
+
+ private:
+  using T = element_type;
+  static constexpr std::size_t output_tensor = tensor_count - 1;
+
   template <std::size_t I>
   using types = detail::layer_types<layer<I>, T, round, layer_input_shape<I>, topology.layers[I].dims>;
 

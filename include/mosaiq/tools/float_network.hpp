@@ -75,16 +75,6 @@ struct float_weights_for<W> {
   using type = float_conv_weights<std::tuple_size_v<decltype(W::filter)>, std::tuple_size_v<decltype(W::bias)>>;
 };
 
-/// Shape of the (first) input tensor of layer I; for tap/from layers the tensor they name.
-template <class Net, std::size_t I>
-constexpr shape layer_input_shape() noexcept {
-  constexpr layer_node node = Net::topology.layers[I];
-  if constexpr (node.role == layer_role::op)
-    return Net::topology.tensors[static_cast<std::size_t>(node.inputs[0])].dims;
-  else
-    return node.dims;
-}
-
 /// Net::layer_weights<I>, derived from the layer descriptor (the same type; spelled here because
 /// clang 14 checks access to network's private helpers when the public alias is used from outside).
 template <class Net, std::size_t I, bool Op = Net::topology.layers[I].role == layer_role::op>
@@ -94,7 +84,7 @@ struct quantized_layer_weights {
 template <class Net, std::size_t I>
 struct quantized_layer_weights<Net, I, true> {
   using type =
-      typename Net::template layer<I>::template weights<typename Net::element_type, layer_input_shape<Net, I>(),
+      typename Net::template layer<I>::template weights<typename Net::element_type, Net::template layer_input_shape<I>,
                                                         Net::topology.layers[I].dims>;
 };
 template <class Net, std::size_t I>

@@ -270,7 +270,7 @@ void propagate_quant(const typename Net::weights& w, std::array<quant_params, Ne
       constexpr std::size_t arity = Layer::inputs.size();
       std::array<quant_params, arity> inputs{};
       for (std::size_t k = 0; k < arity; ++k) inputs[k] = quant[static_cast<std::size_t>(node.inputs[k])];
-      using exec = executor<Layer, T, Net::round, layer_input_shape<Net, I>(), node.dims>;
+      using exec = executor<Layer, T, Net::round, Net::template layer_input_shape<I>, node.dims>;
       quant[static_cast<std::size_t>(node.output)] = exec::prepare(lw, inputs).output;
     }
   }
