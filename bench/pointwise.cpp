@@ -7,7 +7,11 @@
 // `pointwise/mosaiq_amx/...` rows the AMX tile path of the same build where the CPU and the OS have
 // AMX (simd/amx.hpp), else they report why not.
 // `pointwise/peak/vpdpbusd` is the AVX512-VNNI ceiling of this core: back-to-back independent
-// vpdpbusd zmm, 64 MACs each; divide a row's GMAC/s by it for the share of peak.
+// vpdpbusd zmm, 64 MACs each; divide a row's GMAC/s by it for the share of peak. Builds with
+// AVX-VNNI (-mavxvnni, or -march=native on such CPUs) add `pointwise/peak/vpdpbusd_ymm`, the
+// ceiling of the avx2_vnni build's 256-bit microkernel.
+#include "mosaiq/ops/pointwise.hpp"
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -17,12 +21,10 @@
 
 #include "baselines.hpp"
 #include "common.hpp"
-
 #include "mosaiq/ops/conv.hpp"
-#include "mosaiq/ops/pointwise.hpp"
 #include "mosaiq/simd/amx.hpp"
 
-#if defined(__AVX512VNNI__)
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
 #include <immintrin.h>
 #endif
 
@@ -36,6 +38,35 @@ const std::array pointwise_cases{
     conv_shape::dense(7, 7, 1024, 1024), conv_shape::dense(224, 224, 3, 32, {3, 3}, {2, 2}),
 };
 
+#if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
+/// 12 independent vpdpbusd chains, enough to hide a 4-5 cycle latency on two ports, so the loop is
+/// bound by issue throughput only. Named accumulators, not an array, so that they stay in registers.
+/// Isa: the vector type, `dot` (one vpdpbusd in place), `splat32`, `splat8`, `add`, `macs`, `label`.
+template <class Isa>
+void peak_chains(benchmark::State& state) {
+  using vec = typename Isa::vec;
+  constexpr int chains = 12, unroll = 100;
+  // Distinct start values, so no two chains are the same computation.
+  vec a0 = Isa::splat32(0), a1 = Isa::splat32(1), a2 = Isa::splat32(2), a3 = Isa::splat32(3), a4 = Isa::splat32(4),
+      a5 = Isa::splat32(5), a6 = Isa::splat32(6), a7 = Isa::splat32(7), a8 = Isa::splat32(8), a9 = Isa::splat32(9),
+      a10 = Isa::splat32(10), a11 = Isa::splat32(11);
+  const vec u8s = Isa::splat8(3), s8s = Isa::splat8(-2);
+  for (auto _ : state) {
+    for (int i = 0; i < unroll; ++i) {
+      Isa::dot(a0, u8s, s8s), Isa::dot(a1, u8s, s8s), Isa::dot(a2, u8s, s8s), Isa::dot(a3, u8s, s8s);
+      Isa::dot(a4, u8s, s8s), Isa::dot(a5, u8s, s8s), Isa::dot(a6, u8s, s8s), Isa::dot(a7, u8s, s8s);
+      Isa::dot(a8, u8s, s8s), Isa::dot(a9, u8s, s8s), Isa::dot(a10, u8s, s8s), Isa::dot(a11, u8s, s8s);
+    }
+  }
+  vec sum = Isa::add(Isa::add(Isa::add(a0, a1), Isa::add(a2, a3)), Isa::add(Isa::add(a4, a5), Isa::add(a6, a7)));
+  sum = Isa::add(sum, Isa::add(Isa::add(a8, a9), Isa::add(a10, a11)));
+  benchmark::DoNotOptimize(sum);
+  set_throughput_counters(state, chains * unroll * Isa::macs, 0);
+  state.SetLabel(Isa::label);
+}
+
+#endif
+
 #if defined(__AVX512VNNI__)
 /// acc += u8 x s8 dot products of 4, one vpdpbusd zmm in place. Inline asm, not
 /// _mm512_dpbusd_epi32: GCC 12 copies the accumulator to another register around every call of the
@@ -44,32 +75,34 @@ inline void vpdpbusd(__m512i& acc, __m512i u8s, __m512i s8s) {
   asm volatile("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8s), "v"(s8s));
 }
 
-/// 12 independent vpdpbusd zmm chains, enough to hide a 4-5 cycle latency on two ports, so the loop
-/// is bound by issue throughput only. Each instruction is 16 lanes x 4 u8*s8 products. Named
-/// accumulators, not an array, so that they stay in registers.
-void peak_vpdpbusd(benchmark::State& state) {
-  constexpr int chains = 12, unroll = 100;
-  constexpr std::int64_t macs_per_instruction = 64;
-  // Distinct start values, so no two chains are the same computation.
-  __m512i a0 = _mm512_set1_epi32(0), a1 = _mm512_set1_epi32(1), a2 = _mm512_set1_epi32(2), a3 = _mm512_set1_epi32(3),
-          a4 = _mm512_set1_epi32(4), a5 = _mm512_set1_epi32(5), a6 = _mm512_set1_epi32(6), a7 = _mm512_set1_epi32(7),
-          a8 = _mm512_set1_epi32(8), a9 = _mm512_set1_epi32(9), a10 = _mm512_set1_epi32(10),
-          a11 = _mm512_set1_epi32(11);
-  const __m512i u8s = _mm512_set1_epi8(3), s8s = _mm512_set1_epi8(-2);
-  for (auto _ : state) {
-    for (int i = 0; i < unroll; ++i) {
-      vpdpbusd(a0, u8s, s8s), vpdpbusd(a1, u8s, s8s), vpdpbusd(a2, u8s, s8s), vpdpbusd(a3, u8s, s8s);
-      vpdpbusd(a4, u8s, s8s), vpdpbusd(a5, u8s, s8s), vpdpbusd(a6, u8s, s8s), vpdpbusd(a7, u8s, s8s);
-      vpdpbusd(a8, u8s, s8s), vpdpbusd(a9, u8s, s8s), vpdpbusd(a10, u8s, s8s), vpdpbusd(a11, u8s, s8s);
-    }
+/// vpdpbusd zmm: 16 lanes x 4 u8*s8 products.
+struct zmm_dot {
+  using vec = __m512i;
+  static constexpr std::int64_t macs = 64;
+  static constexpr const char* label = "12 independent vpdpbusd zmm chains, 64 MACs per instruction";
+  static void dot(vec& acc, vec u8s, vec s8s) { vpdpbusd(acc, u8s, s8s); }
+  static vec splat32(int v) { return _mm512_set1_epi32(v); }
+  static vec splat8(char v) { return _mm512_set1_epi8(v); }
+  static vec add(vec a, vec b) { return _mm512_add_epi32(a, b); }
+};
+void peak_vpdpbusd(benchmark::State& state) { peak_chains<zmm_dot>(state); }
+#endif
+
+#if defined(__AVXVNNI__)
+/// The AVX-VNNI ceiling: the VEX vpdpbusd on ymm, 32 MACs each (what the avx2_vnni build's microkernel
+/// issues); `{vex}` (spelled %{vex%} in GCC asm) keeps an AVX-512 assembler from picking the EVEX form.
+struct ymm_vex_dot {
+  using vec = __m256i;
+  static constexpr std::int64_t macs = 32;
+  static constexpr const char* label = "12 independent VEX vpdpbusd ymm chains, 32 MACs per instruction";
+  static void dot(vec& acc, vec u8s, vec s8s) {
+    asm volatile("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u8s), "x"(s8s));
   }
-  __m512i sum = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-                                 _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
-  sum = _mm512_add_epi32(sum, _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
-  benchmark::DoNotOptimize(sum);
-  set_throughput_counters(state, chains * unroll * macs_per_instruction, 0);
-  state.SetLabel("12 independent vpdpbusd zmm chains, 64 MACs per instruction");
-}
+  static vec splat32(int v) { return _mm256_set1_epi32(v); }
+  static vec splat8(char v) { return _mm256_set1_epi8(v); }
+  static vec add(vec a, vec b) { return _mm256_add_epi32(a, b); }
+};
+void peak_vpdpbusd_ymm(benchmark::State& state) { peak_chains<ymm_vex_dot>(state); }
 #endif
 
 /// The 1x1 cases as compile-time values: the mosaiq kernel is a template on its output channels.
@@ -185,6 +218,9 @@ void register_all() {
   register_row("pointwise", "peak", "vpdpbusd", peak_vpdpbusd);
 #else
   register_unavailable("pointwise", "peak", "vpdpbusd", "built without AVX512-VNNI (see MOSAIQ_BENCH_FLAGS)");
+#endif
+#if defined(__AVXVNNI__)
+  register_row("pointwise", "peak", "vpdpbusd_ymm", peak_vpdpbusd_ymm);
 #endif
   // Seeds follow registration order, so every run (and every filter) sees the same data per case.
   std::uint32_t seed = 100;

@@ -3,6 +3,8 @@
 # native SIMD level and the forced-scalar twin.
 set(MOSAIQ_ISA_FLAGS_scalar -DMOSAIQ_FORCE_SCALAR)
 set(MOSAIQ_ISA_FLAGS_avx2 -mavx2 -mfma)
+# AVX2 plus AVX-VNNI (Alder Lake, Zen 5 client): 256-bit vpdpbusd for the pointwise/conv2d GEMM.
+set(MOSAIQ_ISA_FLAGS_avx2_vnni -mavx2 -mfma -mavxvnni)
 set(MOSAIQ_ISA_FLAGS_avx512 -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl -mavx512dq)
 # Ice Lake and later: VNNI (dot products) and VBMI (byte permutes for table lookups).
 set(MOSAIQ_ISA_FLAGS_avx512_vnni ${MOSAIQ_ISA_FLAGS_avx512} -mavx512vnni -mavx512vbmi)

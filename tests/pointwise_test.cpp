@@ -38,19 +38,19 @@ struct config_case {
 
 // Output channels 1, 3, 7, 8, 17, 64, 100, 255 (one block, partial blocks, whole tiles plus a
 // narrower tail tile); the ISA default tile and two explicit ones (5 x 32, 2 x 64); both roundings.
-using configs = std::tuple<
-    config_case<pointwise_config{.out_channels = 1}>,
-    config_case<pointwise_config{.out_channels = 3, .round = rounding::single_round}>,
-    config_case<pointwise_config{.out_channels = 7, .tile = {5, 32}, .act = activation::relu6}>,
-    config_case<pointwise_config{.out_channels = 8, .tile = {2, 64}, .round = rounding::single_round}>,
-    config_case<pointwise_config{.out_channels = 17}>,
-    config_case<pointwise_config{.out_channels = 17, .tile = {5, 32}, .round = rounding::single_round}>,
-    config_case<pointwise_config{.out_channels = 64}>,
-    config_case<pointwise_config{.out_channels = 64, .tile = {5, 32}, .round = rounding::single_round}>,
-    config_case<pointwise_config{.out_channels = 100, .tile = {2, 64}, .act = activation::relu}>,
-    config_case<pointwise_config{.out_channels = 100, .tile = {5, 32}, .round = rounding::single_round}>,
-    config_case<pointwise_config{.out_channels = 255, .round = rounding::single_round}>,
-    config_case<pointwise_config{.out_channels = 255, .tile = {2, 64}}>>;
+using configs =
+    std::tuple<config_case<pointwise_config{.out_channels = 1}>,
+               config_case<pointwise_config{.out_channels = 3, .round = rounding::single_round}>,
+               config_case<pointwise_config{.out_channels = 7, .tile = {5, 32}, .act = activation::relu6}>,
+               config_case<pointwise_config{.out_channels = 8, .tile = {2, 64}, .round = rounding::single_round}>,
+               config_case<pointwise_config{.out_channels = 17}>,
+               config_case<pointwise_config{.out_channels = 17, .tile = {5, 32}, .round = rounding::single_round}>,
+               config_case<pointwise_config{.out_channels = 64}>,
+               config_case<pointwise_config{.out_channels = 64, .tile = {5, 32}, .round = rounding::single_round}>,
+               config_case<pointwise_config{.out_channels = 100, .tile = {2, 64}, .act = activation::relu}>,
+               config_case<pointwise_config{.out_channels = 100, .tile = {5, 32}, .round = rounding::single_round}>,
+               config_case<pointwise_config{.out_channels = 255, .round = rounding::single_round}>,
+               config_case<pointwise_config{.out_channels = 255, .tile = {2, 64}}>>;
 
 struct run_case {
   int input_channels, height, width, batch;
@@ -60,27 +60,32 @@ struct run_case {
 // Every input channel count with pixel counts 1, 6, 21, 50 (batch 2), 117, 323 (more than one
 // pixel block of the packed input for the wide rows) and 7: none a multiple of 8 or 5 throughout.
 constexpr run_case run_cases[] = {
-    {1, 3, 7, 1, false},   {3, 1, 1, 1, true},    {7, 5, 5, 2, false},  {8, 9, 13, 1, true},
-    {17, 2, 3, 1, false},  {64, 17, 19, 1, false}, {100, 9, 13, 1, true}, {255, 17, 19, 1, false},
-    {255, 1, 7, 1, true},  {100, 5, 5, 2, false},
+    {1, 3, 7, 1, false},    {3, 1, 1, 1, true},    {7, 5, 5, 2, false},     {8, 9, 13, 1, true},  {17, 2, 3, 1, false},
+    {64, 17, 19, 1, false}, {100, 9, 13, 1, true}, {255, 17, 19, 1, false}, {255, 1, 7, 1, true}, {100, 5, 5, 2, false},
 };
 
 // The zero points at the ends of their ranges and in between.
 template <class T>
 int pick_zero_point(std::mt19937& rng, int variant) {
   switch (variant % 3) {
-    case 0: return element_traits<T>::min;
-    case 1: return element_traits<T>::max;
-    default: return std::uniform_int_distribution<int>(element_traits<T>::min, element_traits<T>::max)(rng);
+    case 0:
+      return element_traits<T>::min;
+    case 1:
+      return element_traits<T>::max;
+    default:
+      return std::uniform_int_distribution<int>(element_traits<T>::min, element_traits<T>::max)(rng);
   }
 }
 
+/// amplify > 1 makes real multipliers above one (left shifts: the epilogues' lanes_left variant).
 template <rounding R, class T>
-conv_requant random_requant(std::mt19937& rng, int output_channels, int input_zp, int filter_zp, activation act) {
+conv_requant random_requant(std::mt19937& rng, int output_channels, int input_zp, int filter_zp, activation act,
+                            float amplify = 1.0f) {
   std::uniform_real_distribution<float> scale(0.5f, 2.0f);
   const quant_params input{0.02f * scale(rng), input_zp};
-  const quant_params output{0.05f * scale(rng), std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1,
-                                                                                   element_traits<T>::max / 2)(rng)};
+  const quant_params output{
+      0.05f * scale(rng) / amplify,
+      std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1, element_traits<T>::max / 2)(rng)};
   std::vector<float> filter_scales;
   if constexpr (std::same_as<T, u8>)
     filter_scales.push_back(0.004f * scale(rng));
@@ -126,13 +131,17 @@ void check_grid(std::uint32_t seed) {
     const int input_zp = pick_zero_point<T>(rng, variant + 1);
     CAPTURE(filter_zp);
     CAPTURE(input_zp);
-    std::vector<T> filter = std::same_as<T, u8> && !wide_weights
-                                ? test::random_values<T>(rng, static_cast<std::size_t>(oc) * ic, filter_zp - 100,
-                                                         filter_zp + 100)
-                                : test::random_values<T>(rng, static_cast<std::size_t>(oc) * ic);
+    std::vector<T> filter =
+        std::same_as<T, u8> && !wide_weights
+            ? test::random_values<T>(rng, static_cast<std::size_t>(oc) * ic, filter_zp - 100, filter_zp + 100)
+            : test::random_values<T>(rng, static_cast<std::size_t>(oc) * ic);
     std::vector<std::int32_t> bias(static_cast<std::size_t>(oc));
     for (auto& b : bias) b = std::uniform_int_distribution<std::int32_t>(-20000, 20000)(rng);
-    const conv_requant q = random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, Cfg.act);
+    // Every fifth case has multipliers above one; the activation decides whether the epilogue may
+    // fold the zero point (none) or must clamp.
+    const float amplify = variant % 5 == 3 ? 3000.0f : 1.0f;
+    CAPTURE(amplify);
+    const conv_requant q = random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, Cfg.act, amplify);
     REQUIRE(!q.scales.empty());
 
     const int in_stride = ic + (rc.strided_views ? 5 : 0);
@@ -143,8 +152,8 @@ void check_grid(std::uint32_t seed) {
     stored_tensor<T> actual(out_shape, rc.batch, out_stride, T{7});
 
     const bool with_bias = (rng() % 4) != 0;
-    reference::pointwise_conv<Cfg.round, T>(input.view, filter.data(), with_bias ? bias.data() : nullptr,
-                                            expected.view, q);
+    reference::pointwise_conv<Cfg.round, T>(input.view, filter.data(), with_bias ? bias.data() : nullptr, expected.view,
+                                            q);
     const pointwise<Cfg, T> layer(filter.data(), with_bias ? bias.data() : nullptr, ic, q);
     std::vector<std::byte> workspace(layer.workspace_bytes(in_shape) + 1);
     // Unaligned workspace too: the run aligns inside it.
@@ -198,9 +207,8 @@ TEST_CASE("pointwise: a hand-computed 1x1 convolution") {
   const std::vector<u8> filter{4, 5, 6, 3, 3, 1};  // w - 3: {1, 2, 3} and {0, 0, -2}
   const std::vector<std::int32_t> bias{8, -4};
   const float filter_scale = 0.25f;
-  const conv_requant q =
-      reference::make_conv_requant<rounding::tflite_reference, u8>({1.0f, 10}, {&filter_scale, 1}, 3, {1.0f, 5},
-                                                                    activation::none);
+  const conv_requant q = reference::make_conv_requant<rounding::tflite_reference, u8>({1.0f, 10}, {&filter_scale, 1}, 3,
+                                                                                      {1.0f, 5}, activation::none);
   const pointwise<pointwise_config{.out_channels = 2}, u8> layer(filter.data(), bias.data(), 3, q);
   std::vector<u8> out(4, 0);
   std::vector<std::byte> workspace(layer.workspace_bytes({1, 2, 3}));

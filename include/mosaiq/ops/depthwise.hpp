@@ -96,7 +96,8 @@ constexpr int default_tile_w(hw /*kernel*/) noexcept {
   switch (simd::native_isa) {
     case simd::isa::avx512_vnni: return 4;  // x four 16-lane blocks
     case simd::isa::avx512:
-    case simd::isa::avx2: return 2;
+    case simd::isa::avx2:
+    case simd::isa::avx2_vnni: return 2;
     case simd::isa::neon: return 1;
     case simd::isa::scalar: return 4;
   }

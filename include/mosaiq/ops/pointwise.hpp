@@ -31,6 +31,12 @@
 // Pixel tails run a compile-time cascade of smaller pixel tiles (tile/2, tile/4, ..., 1); the
 // channel tail is one compile-time tile of the remaining blocks.
 //
+// Microkernels per build: AVX-512 VNNI (vpdpbusd zmm, 8x48 tiles), AVX-VNNI (-mavxvnni without
+// AVX-512: VEX vpdpbusd on ymm, 6x16 tiles), AVX2 and AVX-512 without VNNI (vpmaddwd on int16),
+// NEON (sdot, or smull/sadalp), scalar. The AVX-512 VNNI epilogue requantizes with
+// simd::avx512::requant_lanes (one 64-bit product per lane, the zero point folded into its offsets
+// when no activation clamps) wherever the scales allow; load() decides (detail::pw::epilogue_kind).
+//
 // The block loop takes its rows from a "row source" template argument (detail::pw::pixel_rows
 // here: the input pixels); ops/conv.hpp runs the same loop on patches it gathers per block, so a
 // KxK convolution is this GEMM with K = KH * KW * Cin and no im2col buffer.
@@ -112,20 +118,27 @@ inline constexpr int max_block_pixels = 4096;
 }
 
 /// Everything the microkernel needs for one tile of pixels x channels.
+/// How a tile's epilogue requantizes (AVX-512 paths; the others always run `general`):
+/// requantize_epi32, or simd::avx512::requant_lanes (one 64-bit product per lane) without/with left
+/// shifts; lanes_folded: requant_lanes without left shifts, the output zero point folded into the
+/// 64-bit rounding offsets and the clamp left to saturating narrowing (no activation clamp).
+enum class epilogue_kind : std::uint8_t { general, lanes, lanes_left, lanes_folded };
+
 struct tile_job {
-  const void* input;                  // packed row of the tile's first pixel
-  std::ptrdiff_t input_stride;        // elements between packed pixel rows
-  int k_groups;                       // padded input channels / 4
-  const void* weights;                // the channel tile's packed weights [k group][block][16][4]
-  const std::int32_t* bias;           // folded, at the tile's first channel
-  const std::int32_t* multiplier;     // per channel, at the tile's first channel
+  const void* input;               // packed row of the tile's first pixel
+  std::ptrdiff_t input_stride;     // elements between packed pixel rows
+  int k_groups;                    // padded input channels / 4
+  const void* weights;             // the channel tile's packed weights [k group][block][16][4]
+  const std::int32_t* bias;        // folded, at the tile's first channel
+  const std::int32_t* multiplier;  // per channel, at the tile's first channel
   const std::int32_t* left_shift;
   const std::int32_t* right_shift;
-  const std::int32_t* pixel_offset;   // per pixel of the tile: split-weight term, else 0
+  const std::int32_t* pixel_offset;  // per pixel of the tile: split-weight term, else 0
   std::int32_t output_zero_point, clamp_min, clamp_max;
-  void* out;                          // output pixel of the tile's first pixel, at its first channel
-  std::ptrdiff_t out_stride;          // elements between output pixels
-  int valid_channels;                 // channels of this tile inside Cout: (blocks-1)*16 < v <= blocks*16
+  void* out;                    // output pixel of the tile's first pixel, at its first channel
+  std::ptrdiff_t out_stride;    // elements between output pixels
+  int valid_channels;           // channels of this tile inside Cout: (blocks-1)*16 < v <= blocks*16
+  const void* lanes = nullptr;  // VNNI lane epilogues: simd::avx512::requant_lanes per block of the tile
 };
 
 /// Copies one pixel's Cin bytes flipped into `dst` (as signed or unsigned bytes), zero-padded to
@@ -200,8 +213,8 @@ struct avx2_path {
     __m256i sums = _mm256_setzero_si256();
     int c = 0;
     for (; c + 16 <= channels; c += 16) {
-      const __m256i v = _mm256_cvtepu8_epi16(
-          _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c)), flip_bits));
+      const __m256i v =
+          _mm256_cvtepu8_epi16(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + c)), flip_bits));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + c), v);
       if constexpr (Sum) sums = _mm256_add_epi32(sums, _mm256_madd_epi16(v, _mm256_set1_epi16(1)));
     }
@@ -260,6 +273,98 @@ struct avx2_path {
 };
 #endif
 
+#if defined(__AVXVNNI__) && defined(__AVX2__)
+// ---------------------------------------------------------------------------------------------
+// AVX-VNNI (VEX vpdpbusd on ymm; AVX2 machines with VNNI but without AVX-512: Alder Lake, Zen 5
+// client parts): the AVX-512 VNNI scheme on 8-lane registers. A 16-channel block is two ymm per
+// pixel; 16 registers hold 6 pixels x 2 accumulators, the block's two weight vectors and the
+// broadcast input. u8 x_d times s8 w' as on AVX-512, split weights included.
+struct avx_vnni_path {
+  using weight_type = std::int8_t;
+  using input_type = std::uint8_t;
+  static constexpr bool signed_input = false;
+  static constexpr pointwise_tile default_tile{6, 16};
+
+  template <bool Sum>
+  static std::int32_t pack_row(const std::uint8_t* src, int channels, input_type* dst, int padded,
+                               std::uint8_t flip) noexcept {
+    const __m256i flip_bits = _mm256_set1_epi8(static_cast<char>(flip));
+    __m256i sums = _mm256_setzero_si256();
+    int c = 0;
+    for (; c + 32 <= channels; c += 32) {
+      const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + c)), flip_bits);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + c), v);
+      if constexpr (Sum) sums = _mm256_add_epi64(sums, _mm256_sad_epu8(v, _mm256_setzero_si256()));
+    }
+    std::int32_t sum = pack_row_scalar<input_type, signed_input, Sum>(src, channels, dst, padded, flip, c);
+    if constexpr (Sum) {
+      alignas(32) std::int64_t lanes[4];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sums);
+      sum += static_cast<std::int32_t>(lanes[0] + lanes[1] + lanes[2] + lanes[3]);
+    }
+    return sum;
+  }
+
+  template <int MR, int NB, rounding R, class T>
+  static void tile(const tile_job& job) noexcept {
+    const auto* a = static_cast<const input_type*>(job.input);
+    const auto* w = static_cast<const weight_type*>(job.weights);
+    const auto load = [](const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); };
+    __m256i acc[MR][NB][2];  // channels 0-7 and 8-15 of block b
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m256i bias = load(job.bias + b * block + h * 8);
+#pragma GCC unroll 16
+        for (int p = 0; p < MR; ++p) acc[p][b][h] = _mm256_add_epi32(bias, _mm256_set1_epi32(job.pixel_offset[p]));
+      }
+    for (int g = 0; g < job.k_groups; ++g) {
+      __m256i wv[NB][2];
+#pragma GCC unroll 8
+      for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) wv[b][h] = load(w + (g * NB + b) * block_elements + h * 32);
+#pragma GCC unroll 16
+      for (int p = 0; p < MR; ++p) {
+        const __m256i x = _mm256_set1_epi32(static_cast<int>(load_u32(a + p * job.input_stride + g * group)));
+#pragma GCC unroll 8
+        for (int b = 0; b < NB; ++b)
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) acc[p][b][h] = _mm256_dpbusd_avx_epi32(acc[p][b][h], x, wv[b][h]);
+      }
+    }
+    const __m256i zp = _mm256_set1_epi32(job.output_zero_point), lo = _mm256_set1_epi32(job.clamp_min),
+                  hi = _mm256_set1_epi32(job.clamp_max);
+    T* out = static_cast<T*>(job.out);
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; ++b) {
+      const int valid = job.valid_channels - b * block;
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const int c = b * block + h * 8;
+        const __m256i multiplier = load(job.multiplier + c), left = load(job.left_shift + c),
+                      right = load(job.right_shift + c);
+        const int count = valid - h * 8;  // channels of this half to store
+        if (count <= 0) continue;
+#pragma GCC unroll 16
+        for (int p = 0; p < MR; ++p) {
+          const __m256i v = simd::avx2::requantize_epi32<R>(acc[p][b][h], multiplier, left, right, zp, lo, hi);
+          T* target = out + p * job.out_stride + c;
+          if (count >= 8) {
+            simd::avx2::store_low_bytes(target, v);
+          } else {
+            alignas(8) std::uint8_t bytes[8];
+            simd::avx2::store_low_bytes(bytes, v);
+            std::memcpy(target, bytes, static_cast<std::size_t>(count));
+          }
+        }
+      }
+    }
+  }
+};
+#endif
+
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
 // ---------------------------------------------------------------------------------------------
 // AVX-512 VNNI: one vpdpbusd (u8 x_d times s8 w', 4 k summed per lane) per pixel, 16 channels and
@@ -300,7 +405,7 @@ struct vnni_path {
     return Sum ? static_cast<std::int32_t>(_mm512_reduce_add_epi64(sums)) : 0;
   }
 
-  template <int MR, int NB, rounding R, class T>
+  template <int MR, int NB, rounding R, class T, epilogue_kind Q = epilogue_kind::general>
   static void tile(const tile_job& job) noexcept {
     const auto* a = static_cast<const input_type*>(job.input);
     const auto* w = static_cast<const weight_type*>(job.weights);
@@ -329,13 +434,34 @@ struct vnni_path {
     for (int b = 0; b < NB; ++b) {
       const int valid = job.valid_channels - b * block;
       const __mmask16 store_mask = valid >= block ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1u);
-      const __m512i multiplier = _mm512_loadu_si512(job.multiplier + b * block),
-                    left = _mm512_loadu_si512(job.left_shift + b * block),
-                    right = _mm512_loadu_si512(job.right_shift + b * block);
+      if constexpr (Q == epilogue_kind::general) {
+        const __m512i multiplier = _mm512_loadu_si512(job.multiplier + b * block),
+                      left = _mm512_loadu_si512(job.left_shift + b * block),
+                      right = _mm512_loadu_si512(job.right_shift + b * block);
 #pragma GCC unroll 16
-      for (int p = 0; p < MR; ++p) {
-        const __m512i v = simd::avx512::requantize_epi32<R>(acc[p][b], multiplier, left, right, zp, lo, hi);
-        _mm_mask_storeu_epi8(out + p * job.out_stride + b * block, store_mask, _mm512_cvtepi32_epi8(v));
+        for (int p = 0; p < MR; ++p) {
+          const __m512i v = simd::avx512::requantize_epi32<R>(acc[p][b], multiplier, left, right, zp, lo, hi);
+          _mm_mask_storeu_epi8(out + p * job.out_stride + b * block, store_mask, _mm512_cvtepi32_epi8(v));
+        }
+      } else {
+        const auto& lanes = static_cast<const simd::avx512::requant_lanes*>(job.lanes)[b];
+#pragma GCC unroll 16
+        for (int p = 0; p < MR; ++p) {
+          T* const to = out + p * job.out_stride + b * block;
+          if constexpr (Q == epilogue_kind::lanes_folded) {
+            // Zero point in the offsets, no activation clamp: saturating narrowing is the clamp.
+            const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier<false>(acc[p][b], lanes);
+            if constexpr (std::same_as<T, i8>)
+              _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
+            else
+              _mm512_mask_cvtusepi32_storeu_epi8(to, store_mask, _mm512_max_epi32(v, _mm512_setzero_si512()));
+          } else {
+            __m512i v = _mm512_add_epi32(
+                simd::avx512::multiply_by_nonnegative_multiplier<Q == epilogue_kind::lanes_left>(acc[p][b], lanes), zp);
+            v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+            _mm_mask_storeu_epi8(to, store_mask, _mm512_cvtepi32_epi8(v));
+          }
+        }
       }
     }
   }
@@ -494,6 +620,8 @@ struct rows_access;
 using native_path = scalar_path;
 #elif defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
 using native_path = vnni_path;
+#elif defined(__AVXVNNI__) && defined(__AVX2__)
+using native_path = avx_vnni_path;
 #elif defined(__AVX2__)
 using native_path = avx2_path;
 #elif defined(__ARM_NEON)
@@ -541,10 +669,14 @@ class pointwise {
   static constexpr bool amx_compiled = false;
 #endif
   static constexpr int amx_rows = 32;  // pixels per AMX register tile (and per workspace block unit)
-  // The AMX epilogue's requantization: requantize_epi32, or requant_lanes without/with left shifts.
-  // lanes_folded: requant_lanes without left shifts, the output zero point folded into the 64-bit
-  // rounding offsets and the clamp left to saturating narrowing (no activation clamp).
-  enum class amx_requant : std::uint8_t { general, lanes, lanes_left, lanes_folded };
+  // The AMX and VNNI epilogues' requantization (detail::pw::epilogue_kind), chosen at load.
+  using lane_requant = detail::pw::epilogue_kind;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+  // The VNNI tile (and the AMX epilogue) can requantize with simd::avx512::requant_lanes.
+  static constexpr bool lane_epilogues = std::same_as<path, detail::pw::vnni_path>;
+#else
+  static constexpr bool lane_epilogues = false;
+#endif
 
   friend struct detail::pw::rows_access;
 
@@ -614,8 +746,8 @@ class pointwise {
     l.row_elements = static_cast<std::size_t>(l.k_groups) * detail::pw::group;
     const std::size_t row_bytes = l.row_elements * sizeof(input_type);
     const std::size_t fit = std::max<std::size_t>(detail::pw::input_block_bytes / row_bytes / unit, 1);
-    const std::size_t tiles = std::min({fit, std::size_t(detail::pw::max_block_pixels / unit),
-                                        std::max<std::size_t>((pixels + unit - 1) / unit, 1)});
+    const std::size_t tiles = std::min(
+        {fit, std::size_t(detail::pw::max_block_pixels / unit), std::max<std::size_t>((pixels + unit - 1) / unit, 1)});
     l.block_pixels = static_cast<int>(tiles) * unit;
     std::size_t at = 0;
     l.input = at;
@@ -645,8 +777,8 @@ class pointwise {
 
     split_weights_ = false;
     if constexpr (may_split)
-      split_weights_ =
-          detail::kernel::needs_split_weights(filter, static_cast<std::size_t>(out_channels) * input_channels, filter_zp);
+      split_weights_ = detail::kernel::needs_split_weights(
+          filter, static_cast<std::size_t>(out_channels) * input_channels, filter_zp);
 
     amx_ = false;
 #if MOSAIQ_HAS_AMX_PATH
@@ -694,30 +826,31 @@ class pointwise {
       const requant_scale s = q.scale_for(c);
       mult_[c] = s.multiplier, left_[c] = s.left_shift, right_[c] = s.right_shift;
     }
-#if MOSAIQ_HAS_AMX_PATH
-    // The AMX epilogue requantizes with one 64-bit product per lane where the scales allow it
-    // (simd::avx512::requant_lanes; equal to requantize_epi32, fewer instructions): with tiny K the
-    // epilogue, not the tile multiplies, is what an AMX layer spends its time on.
-    if (amx_) {
-      amx_lanes_.assign(static_cast<std::size_t>(blocks), {});
+    requant_ = lane_requant::general;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+    // The AMX and VNNI epilogues requantize with one 64-bit product per lane where the scales allow
+    // it (simd::avx512::requant_lanes; equal to requantize_epi32, fewer instructions): with small K
+    // the epilogue, not the multiplies, is what a layer spends its time on.
+    if (lane_epilogues || amx_) {
+      lanes_.assign(static_cast<std::size_t>(blocks), {});
       bool supported = true, left_shift = false;
       for (int at = 0; at < padded_channels; ++at) {
         const requant_scale s{mult_[at], left_[at], right_[at]};
         supported = supported && simd::avx512::requant_lanes::supports<R>(s);
         left_shift = left_shift || s.left_shift != 0;
-        amx_lanes_[at / detail::pw::block].template set_lane<R>(at % detail::pw::block, s);
+        lanes_[at / detail::pw::block].template set_lane<R>(at % detail::pw::block, s);
       }
-      amx_requant_ = !supported ? amx_requant::general : left_shift ? amx_requant::lanes_left : amx_requant::lanes;
+      requant_ = !supported ? lane_requant::general : left_shift ? lane_requant::lanes_left : lane_requant::lanes;
       // (x*M + offset + zp * 2^s) >> s is ((x*M + offset) >> s) + zp while the sum fits int64:
       // |x*M| < 2^62 and |zp| * 2^s <= 2^60 for s <= 52.
       bool small_shifts = true;
-      for (const auto& l : amx_lanes_)
+      for (const auto& l : lanes_)
         for (int i = 0; i < 8; ++i) small_shifts = small_shifts && l.shift_even[i] <= 52 && l.shift_odd[i] <= 52;
       const bool full_range = q.clamp.min == element_traits<T>::min && q.clamp.max == element_traits<T>::max;
-      if (amx_requant_ == amx_requant::lanes && small_shifts && full_range) {
-        amx_requant_ = amx_requant::lanes_folded;
+      if (requant_ == lane_requant::lanes && small_shifts && full_range) {
+        requant_ = lane_requant::lanes_folded;
         const std::int64_t zp = q.output_zero_point;
-        for (auto& l : amx_lanes_)
+        for (auto& l : lanes_)
           for (int i = 0; i < 8; ++i) {
             l.offset_even[i] += zp * (std::int64_t{1} << l.shift_even[i]);
             l.negative_offset_even[i] += zp * (std::int64_t{1} << l.shift_even[i]);
@@ -798,13 +931,35 @@ class pointwise {
         std::fill_n(pixel_offsets, block_pixels, 0);
       }
       T* const block_out = destination + p0 * out_stride;
-      for (int t = 0; t < full_tiles; ++t) run_channel_tile<tile_blocks>(job, t * tile_blocks, block_out, block_pixels);
-      if constexpr (tail_blocks > 0)
-        run_channel_tile<tail_blocks>(job, full_tiles * tile_blocks, block_out, block_pixels);
+      if constexpr (lane_epilogues) {
+        switch (requant_) {
+          case lane_requant::lanes_folded:
+            run_channel_tiles<lane_requant::lanes_folded>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes:
+            run_channel_tiles<lane_requant::lanes>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes_left:
+            run_channel_tiles<lane_requant::lanes_left>(job, block_out, block_pixels);
+            break;
+          default:
+            run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
+        }
+      } else {
+        run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
+      }
     }
   }
 
-  template <int NB>
+  template <lane_requant Q>
+  void run_channel_tiles(const detail::pw::tile_job& job, T* block_out, int block_pixels) const noexcept {
+    for (int t = 0; t < full_tiles; ++t)
+      run_channel_tile<tile_blocks, Q>(job, t * tile_blocks, block_out, block_pixels);
+    if constexpr (tail_blocks > 0)
+      run_channel_tile<tail_blocks, Q>(job, full_tiles * tile_blocks, block_out, block_pixels);
+  }
+
+  template <int NB, lane_requant Q>
   void run_channel_tile(detail::pw::tile_job job, int first_block, T* block_out, int block_pixels) const noexcept {
     const int c0 = first_block * detail::pw::block;
     job.weights = weights_.data() + static_cast<std::size_t>(first_block) * job.k_groups * detail::pw::block_elements;
@@ -814,11 +969,14 @@ class pointwise {
     job.right_shift = right_.data() + c0;
     job.out = block_out + c0;
     job.valid_channels = std::min(NB * detail::pw::block, out_channels - c0);
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+    if constexpr (Q != lane_requant::general) job.lanes = lanes_.data() + first_block;
+#endif
     int p = 0;
-    run_pixel_tiles<tile_pixels, NB>(job, p, block_pixels);
+    run_pixel_tiles<tile_pixels, NB, Q>(job, p, block_pixels);
   }
 
-  template <int MR, int NB>
+  template <int MR, int NB, lane_requant Q>
   static void run_pixel_tiles(detail::pw::tile_job& job, int& p, int block_pixels) noexcept {
     const auto* packed = static_cast<const input_type*>(job.input);
     const std::int32_t* offsets = job.pixel_offset;
@@ -828,9 +986,12 @@ class pointwise {
       tile.input = packed + p * job.input_stride;
       tile.pixel_offset = offsets + p;
       tile.out = out + p * job.out_stride;
-      path::template tile<MR, NB, R, T>(tile);
+      if constexpr (Q == lane_requant::general)
+        path::template tile<MR, NB, R, T>(tile);
+      else
+        path::template tile<MR, NB, R, T, Q>(tile);
     }
-    if constexpr (MR > 1) run_pixel_tiles<MR / 2, NB>(job, p, block_pixels);
+    if constexpr (MR > 1) run_pixel_tiles<MR / 2, NB, Q>(job, p, block_pixels);
   }
 
 #if MOSAIQ_HAS_AMX_PATH
@@ -855,27 +1016,28 @@ class pointwise {
         std::fill_n(pixel_offsets, block_pixels, 0);
       }
       T* const block_out = destination + p0 * out_stride;
-      switch (amx_requant_) {
-        case amx_requant::lanes_folded:
-          run_amx_block_pairs<amx_requant::lanes_folded>(packed, padded, pixel_offsets, block_pixels, block_out,
-                                                         out_stride, c);
+      switch (requant_) {
+        case lane_requant::lanes_folded:
+          run_amx_block_pairs<lane_requant::lanes_folded>(packed, padded, pixel_offsets, block_pixels, block_out,
+                                                          out_stride, c);
           break;
-        case amx_requant::lanes:
-          run_amx_block_pairs<amx_requant::lanes>(packed, padded, pixel_offsets, block_pixels, block_out, out_stride, c);
+        case lane_requant::lanes:
+          run_amx_block_pairs<lane_requant::lanes>(packed, padded, pixel_offsets, block_pixels, block_out, out_stride,
+                                                   c);
           break;
-        case amx_requant::lanes_left:
-          run_amx_block_pairs<amx_requant::lanes_left>(packed, padded, pixel_offsets, block_pixels, block_out,
-                                                       out_stride, c);
+        case lane_requant::lanes_left:
+          run_amx_block_pairs<lane_requant::lanes_left>(packed, padded, pixel_offsets, block_pixels, block_out,
+                                                        out_stride, c);
           break;
         default:
-          run_amx_block_pairs<amx_requant::general>(packed, padded, pixel_offsets, block_pixels, block_out, out_stride,
-                                                    c);
+          run_amx_block_pairs<lane_requant::general>(packed, padded, pixel_offsets, block_pixels, block_out, out_stride,
+                                                     c);
       }
     }
     simd::amx::release();
   }
 
-  template <amx_requant Q>
+  template <lane_requant Q>
   void run_amx_block_pairs(const input_type* packed, int padded, const std::int32_t* pixel_offsets, int block_pixels,
                            T* block_out, std::ptrdiff_t out_stride, std::int32_t* c) const noexcept {
     int b = 0;
@@ -888,7 +1050,7 @@ class pointwise {
   /// NB channel blocks from `first_block` over the block's rows, 32 (or a last 16) at a time,
   /// software-pipelined: tile i's multiplies are issued, then tile i-1's sums (in the other C
   /// buffer) are requantized while the tile unit works, then tile i is stored.
-  template <int NB, amx_requant Q>
+  template <int NB, lane_requant Q>
   void run_amx_blocks(int first_block, const input_type* packed, int padded, const std::int32_t* pixel_offsets,
                       int block_pixels, T* block_out, std::ptrdiff_t out_stride, std::int32_t* c) const noexcept {
     constexpr int block = detail::pw::block;
@@ -924,7 +1086,7 @@ class pointwise {
   }
 
   /// The VNNI path's epilogue on `rows` rows of NB * 16 int32 dot products.
-  template <int NB, amx_requant Q>
+  template <int NB, lane_requant Q>
   [[gnu::always_inline]] void requantize_amx(const std::int32_t* c, int rows, const std::int32_t* pixel_offset, int c0,
                                              T* out, std::ptrdiff_t out_stride) const noexcept {
     constexpr int block = detail::pw::block;
@@ -937,13 +1099,13 @@ class pointwise {
       const int ch = c0 + b * block;
       const __m512i bias = _mm512_loadu_si512(bias_.data() + ch), multiplier = _mm512_loadu_si512(mult_.data() + ch),
                     left = _mm512_loadu_si512(left_.data() + ch), right = _mm512_loadu_si512(right_.data() + ch);
-      const simd::avx512::requant_lanes& lanes = amx_lanes_[static_cast<std::size_t>(ch / block)];
+      const simd::avx512::requant_lanes& lanes = lanes_[static_cast<std::size_t>(ch / block)];
       const bool split = split_weights_;
       for (int r = 0; r < rows; ++r) {
         __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + r * NB * block + b * block), bias);
         if (split) acc = _mm512_add_epi32(acc, _mm512_set1_epi32(pixel_offset[r]));
         T* const to = out + r * out_stride + b * block;
-        if constexpr (Q == amx_requant::lanes_folded) {
+        if constexpr (Q == lane_requant::lanes_folded) {
           const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier<false>(acc, lanes);
           if constexpr (is_int8)
             _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
@@ -952,11 +1114,11 @@ class pointwise {
           continue;
         }
         __m512i v;
-        if constexpr (Q == amx_requant::general) {
+        if constexpr (Q == lane_requant::general) {
           v = simd::avx512::requantize_epi32<R>(acc, multiplier, left, right, zp, lo, hi);
         } else {
-          v = _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier<Q == amx_requant::lanes_left>(acc, lanes),
-                               zp);
+          v = _mm512_add_epi32(
+              simd::avx512::multiply_by_nonnegative_multiplier<Q == lane_requant::lanes_left>(acc, lanes), zp);
           v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
         }
         _mm_mask_storeu_epi8(out + r * out_stride + b * block, store_mask, _mm512_cvtepi32_epi8(v));
@@ -965,18 +1127,18 @@ class pointwise {
   }
 #endif
 
-#if MOSAIQ_HAS_AMX_PATH
-  std::vector<simd::avx512::requant_lanes> amx_lanes_;  // AMX layers: per block of 16 channels
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+  std::vector<simd::avx512::requant_lanes> lanes_;  // VNNI and AMX layers: per block of 16 channels
 #endif
   int channels_ = 0;
   bool ready_ = false;
   bool amx_ = false;
-  amx_requant amx_requant_ = amx_requant::general;
+  lane_requant requant_ = lane_requant::general;
   bool split_weights_ = false;
   std::int32_t output_zero_point_ = 0, split_factor_ = 0;
   clamp_range clamp_{};
-  std::vector<weight_type> weights_;  // per channel tile: [k group][block][16][4]
-  std::vector<std::int8_t> amx_weights_;  // AMX layers: per block [k group (K padded to 64)][16][4]
+  std::vector<weight_type> weights_;                      // per channel tile: [k group][block][16][4]
+  std::vector<std::int8_t> amx_weights_;                  // AMX layers: per block [k group (K padded to 64)][16][4]
   std::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
 };
 

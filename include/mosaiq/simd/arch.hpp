@@ -8,10 +8,14 @@
 #if !defined(MOSAIQ_FORCE_SCALAR)
 #include <xsimd/xsimd.hpp>
 #endif
+#if defined(__AVXVNNI__)
+#include <cpuid.h>
+#endif
 
 namespace mosaiq::simd {
 
-enum class isa { scalar, avx2, avx512, avx512_vnni, neon };
+/// avx2_vnni: AVX2 plus AVX-VNNI (VEX-encoded 256-bit vpdpbusd: Alder Lake, Sapphire Rapids, Zen 5).
+enum class isa { scalar, avx2, avx2_vnni, avx512, avx512_vnni, neon };
 
 /// Tag for the portable scalar paths (also the reference the SIMD paths are tested against).
 struct scalar_arch {
@@ -29,7 +33,11 @@ inline constexpr isa native_isa = isa::avx512;
 #endif
 using native_arch = xsimd::avx512bw;
 #elif defined(__AVX2__)
+#if defined(__AVXVNNI__)
+inline constexpr isa native_isa = isa::avx2_vnni;
+#else
 inline constexpr isa native_isa = isa::avx2;
+#endif
 using native_arch = xsimd::avx2;
 #elif defined(__ARM_NEON) && defined(__aarch64__)
 inline constexpr isa native_isa = isa::neon;
@@ -44,11 +52,18 @@ using native_arch = scalar_arch;
 
 constexpr std::string_view to_string(isa i) noexcept {
   switch (i) {
-    case isa::scalar: return "scalar";
-    case isa::avx2: return "avx2";
-    case isa::avx512: return "avx512";
-    case isa::avx512_vnni: return "avx512_vnni";
-    case isa::neon: return "neon";
+    case isa::scalar:
+      return "scalar";
+    case isa::avx2:
+      return "avx2";
+    case isa::avx2_vnni:
+      return "avx2_vnni";
+    case isa::avx512:
+      return "avx512";
+    case isa::avx512_vnni:
+      return "avx512_vnni";
+    case isa::neon:
+      return "neon";
   }
   return "unknown";
 }
@@ -83,6 +98,11 @@ inline bool cpu_supports_native_isa() noexcept {
 #endif
 #if defined(__AVX512VBMI__)
   ok = ok && __builtin_cpu_supports("avx512vbmi");
+#endif
+#if defined(__AVXVNNI__)
+  // CPUID.(EAX=7, ECX=1):EAX bit 4; clang 14's __builtin_cpu_supports does not know "avxvnni".
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  ok = ok && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 #endif
   return ok;
 #else

@@ -26,7 +26,7 @@ inline void multiply_by_quantized_multiplier(const std::int32_t* x, requant_scal
                                        load(x), load(s.multiplier), load(s.left_shift), load(s.right_shift)));
     }
 #endif
-  } else if constexpr (native_isa == isa::avx2) {
+  } else if constexpr (native_isa == isa::avx2 || native_isa == isa::avx2_vnni) {
 #if defined(__AVX2__)
     for (; i + 8 <= n; i += 8) {
       const auto load = [i](const std::int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)); };
@@ -64,7 +64,7 @@ inline void requantize(const std::int32_t* acc, requant_scales_view s, std::int3
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm512_cvtepi32_epi8(v));
     }
 #endif
-  } else if constexpr (native_isa == isa::avx2) {
+  } else if constexpr (native_isa == isa::avx2 || native_isa == isa::avx2_vnni) {
 #if defined(__AVX2__)
     const __m256i zp = _mm256_set1_epi32(output_zero_point), lo = _mm256_set1_epi32(clamp_min),
                   hi = _mm256_set1_epi32(clamp_max);
