@@ -3,7 +3,7 @@
 // (mosaiq::pointwise for the 1x1 cases, mosaiq::conv2d for the stem, which runs the same GEMM on
 // patches gathered on the fly), XNNPACK and oneDNN, each checked against mosaiq::reference (mosaiq
 // bit for bit).
-// `pointwise/mosaiq/...` rows run the AVX-512 VNNI path (AMX turned off while loading);
+// `pointwise/mosaiq/...` rows run the vector path of the build (AMX turned off while loading);
 // `pointwise/mosaiq_amx/...` rows the AMX tile path of the same build where the CPU and the OS have
 // AMX (simd/amx.hpp), else they report why not.
 // `pointwise/peak/vpdpbusd` is the AVX512-VNNI ceiling of this core: back-to-back independent
@@ -238,8 +238,10 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  mosaiq::bench::setup_baselines(
-      "mosaiq::pointwise (1x1 cases), mosaiq::conv2d (3x3 stem); mosaiq: AVX-512 VNNI path, mosaiq_amx: AMX path");
+  const std::string context = "mosaiq::pointwise (1x1 cases), mosaiq::conv2d (3x3 stem); mosaiq: the " +
+                              std::string(mosaiq::simd::to_string(mosaiq::simd::native_isa)) +
+                              " vector path (AMX off while loading), mosaiq_amx: AMX path";
+  mosaiq::bench::setup_baselines(context.c_str());
   mosaiq::bench::register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
