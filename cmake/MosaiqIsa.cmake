@@ -9,6 +9,8 @@ set(MOSAIQ_ISA_FLAGS_avx512 -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl -mavx51
 # Ice Lake and later: VNNI (dot products) and VBMI (byte permutes for table lookups).
 set(MOSAIQ_ISA_FLAGS_avx512_vnni ${MOSAIQ_ISA_FLAGS_avx512} -mavx512vnni -mavx512vbmi)
 set(MOSAIQ_ISA_FLAGS_native)
+# ARMv8.2 dot product (sdot): the pointwise/conv2d GEMM's aarch64 microkernel with it.
+set(MOSAIQ_ISA_FLAGS_neon_dotprod -march=armv8.2-a+dotprod)
 
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
   set(MOSAIQ_DEFAULT_ISAS scalar avx2 avx512 avx512_vnni)

@@ -11,6 +11,10 @@
 #if defined(__AVXVNNI__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 namespace mosaiq::simd {
 
@@ -105,6 +109,8 @@ inline bool cpu_supports_native_isa() noexcept {
   ok = ok && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
 #endif
   return ok;
+#elif defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD) && defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;  // sdot/udot
 #else
   return true;
 #endif
