@@ -119,6 +119,64 @@ TEST_CASE_TEMPLATE("add over every pair of values equals the reference", T, u8, 
   }
 }
 
+/// Every (a, b) byte pair, SIMD against the reference, for scales that make the multipliers and shifts differ (and
+/// ones whose exact ties defeat the per-input tables, so the arithmetic fallback runs too), zero points at both ends
+/// and the middle, both rounding modes, no activation and relu6.
+template <class T, rounding R>
+void check_add_exhaustive(std::vector<T>& a, std::vector<T>& b, int& table_runs, int& runs) {
+  constexpr std::array<std::array<float, 3>, 6> scales{{{0.05f, 0.03f, 0.07f},
+                                                        {0.05f, 0.05f, 0.1f},
+                                                        {0.02f, 0.5f, 0.3f},
+                                                        {1e-3f, 0.2f, 0.25f},
+                                                        {0.1f, 0.1f, 0.1f},
+                                                        {0.0078125f, 0.0078125f, 0.015625f}}};
+  constexpr std::array<int, 3> zero_points =
+      std::is_same_v<T, u8> ? std::array<int, 3>{0, 128, 255} : std::array<int, 3>{-128, 0, 127};
+  const shape dims{256, 256, 1};
+  std::vector<T> out(65536), expected(65536);
+  for (const auto& s : scales)
+    for (std::size_t z = 0; z < zero_points.size(); ++z)
+      for (const activation act : {activation::none, activation::relu6}) {
+        const quant_params qa{s[0], zero_points[z]}, qb{s[1], zero_points[(z + 1) % 3]},
+            qo{s[2], zero_points[(z + 2) % 3]};
+        const mosaiq::add<T, R> kernel(qa, qb, qo, act);
+        REQUIRE(kernel.valid());
+        ref::add<R, T>(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims),
+                       tensor_view<T>(expected.data(), dims), kernel.params());
+        std::fill(out.begin(), out.end(), T{7});
+        kernel(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims),
+               tensor_view<T>(out.data(), dims));
+        CAPTURE(s[0]);
+        CAPTURE(s[1]);
+        CAPTURE(s[2]);
+        CAPTURE(z);
+        CAPTURE(static_cast<int>(act));
+        CAPTURE(kernel.uses_tables());
+        CHECK(out == expected);
+        ++runs;
+        table_runs += kernel.uses_tables() ? 1 : 0;
+      }
+}
+
+TEST_CASE_TEMPLATE("add over every pair of values: zero points, scales, rounding modes, relu6", T, u8, i8) {
+  std::vector<T> a(65536), b(65536);
+  for (int i = 0; i < 65536; ++i) {
+    a[static_cast<std::size_t>(i)] = static_cast<T>(i & 255);
+    b[static_cast<std::size_t>(i)] = static_cast<T>(i >> 8);
+  }
+  int table_runs = 0, runs = 0;
+  check_add_exhaustive<T, rounding::tflite_reference>(a, b, table_runs, runs);
+  check_add_exhaustive<T, rounding::single_round>(a, b, table_runs, runs);
+  MESSAGE("per-input tables in ", table_runs, " of ", runs, " quantizations");
+#if defined(MOSAIQ_ADD_TABLES)
+  CHECK(table_runs * 2 > runs);  // most quantizations take the tables
+  const mosaiq::add<T> generic(quant_params{0.05f, 3}, quant_params{0.03f, 9}, quant_params{0.07f, 2});
+  CHECK(generic.uses_tables());
+#else
+  CHECK(table_runs == 0);
+#endif
+}
+
 template <class T>
 void check_concat() {
   std::mt19937 rng(7);

@@ -4,9 +4,11 @@
 //   mosaiq::average_pool<mosaiq::i8>(in, out, {.kernel = {3, 3}, .pad = mosaiq::padding::same()}, quant);
 //   mosaiq::global_average_pool<mosaiq::rounding::tflite_reference, mosaiq::u8>(in, out, in_quant, out_quant);
 //
-// Same signatures and contracts as the reference ops. Channels run in blocks of 16 over each output pixel's
-// in-image taps (ops/detail/lanes.hpp), a tail of fewer than 16 channels on a copy of the taps:
-//   max      the largest tap per channel (int32 lanes), then the activation clamp;
+// Same signatures and contracts as the reference ops. Channels run in vectors over each output pixel's in-image
+// taps; average and global pool widen blocks of 16 to int32 (ops/detail/lanes.hpp), a tail on a copy of the taps:
+//   max      on the bytes themselves (64 channels per zmm, 32 per ymm, 16 per q register; partial vectors masked
+//            or copied): the whole window's max in one register, then the activation clamp; the full 2x2 and 3x3
+//            windows are unrolled at compile time;
 //   average  the int32 sum of the taps, then reference::detail::rounded_divide by the tap count (exact: a float
 //            quotient corrected by its remainder, for windows up to 4096 taps; larger windows run the reference),
 //            then the activation clamp;
@@ -110,6 +112,161 @@ void windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const p
       }
 }
 
+/// Max pool on the 8-bit values themselves (max is exact in any width): a vector of channels per step (64 on
+/// AVX-512, 32 on AVX2 and for 32-channel chunks on AVX-512, 16 on NEON), the whole window's max kept in one register,
+/// then the activation clamp. Each ops struct gives full-width load/store, partial (n < width) ones, max and min.
+#if defined(__AVX2__)
+struct bytes256 {
+  using vec = __m256i;
+  static constexpr int width = 32;
+  static vec load(const void* p) noexcept { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static void store(void* p, vec v) noexcept { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+  template <class T>
+  static vec max(vec a, vec b) noexcept {
+    return element_traits<T>::is_signed ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b);
+  }
+  template <class T>
+  static vec min(vec a, vec b) noexcept {
+    return element_traits<T>::is_signed ? _mm256_min_epi8(a, b) : _mm256_min_epu8(a, b);
+  }
+  static vec set1(std::int32_t v) noexcept { return _mm256_set1_epi8(static_cast<char>(v)); }
+};
+#endif
+#if defined(__AVX512BW__)
+struct bytes512 {
+  using vec = __m512i;
+  static constexpr int width = 64;
+  static vec load(const void* p) noexcept { return _mm512_loadu_si512(p); }
+  static void store(void* p, vec v) noexcept { _mm512_storeu_si512(p, v); }
+  static vec load(const void* p, int n) noexcept { return _mm512_maskz_loadu_epi8(~std::uint64_t{0} >> (64 - n), p); }
+  static void store(void* p, vec v, int n) noexcept { _mm512_mask_storeu_epi8(p, ~std::uint64_t{0} >> (64 - n), v); }
+  template <class T>
+  static vec max(vec a, vec b) noexcept {
+    return element_traits<T>::is_signed ? _mm512_max_epi8(a, b) : _mm512_max_epu8(a, b);
+  }
+  template <class T>
+  static vec min(vec a, vec b) noexcept {
+    return element_traits<T>::is_signed ? _mm512_min_epi8(a, b) : _mm512_min_epu8(a, b);
+  }
+  static vec set1(std::int32_t v) noexcept { return _mm512_set1_epi8(static_cast<char>(v)); }
+};
+using bytes_wide = bytes512;
+#elif defined(__AVX2__)
+/// Partial vectors through a zero-padded copy.
+struct bytes_wide : bytes256 {
+  using bytes256::load;
+  using bytes256::store;
+  static vec load(const void* p, int n) noexcept {
+    alignas(32) std::uint8_t copy[width] = {};
+    std::memcpy(copy, p, static_cast<std::size_t>(n));
+    return load(copy);
+  }
+  static void store(void* p, vec v, int n) noexcept {
+    alignas(32) std::uint8_t copy[width];
+    store(copy, v);
+    std::memcpy(p, copy, static_cast<std::size_t>(n));
+  }
+};
+#else
+/// NEON (aarch64 and armv7): bytes held unsigned, reinterpreted as signed for i8; partial vectors through a copy.
+struct bytes_wide {
+  using vec = uint8x16_t;
+  static constexpr int width = 16;
+  static vec load(const void* p) noexcept { return vld1q_u8(static_cast<const std::uint8_t*>(p)); }
+  static void store(void* p, vec v) noexcept { vst1q_u8(static_cast<std::uint8_t*>(p), v); }
+  static vec load(const void* p, int n) noexcept {
+    std::uint8_t copy[width] = {};
+    std::memcpy(copy, p, static_cast<std::size_t>(n));
+    return load(copy);
+  }
+  static void store(void* p, vec v, int n) noexcept {
+    std::uint8_t copy[width];
+    store(copy, v);
+    std::memcpy(p, copy, static_cast<std::size_t>(n));
+  }
+  template <class T>
+  static vec max(vec a, vec b) noexcept {
+    if constexpr (element_traits<T>::is_signed)
+      return vreinterpretq_u8_s8(vmaxq_s8(vreinterpretq_s8_u8(a), vreinterpretq_s8_u8(b)));
+    else
+      return vmaxq_u8(a, b);
+  }
+  template <class T>
+  static vec min(vec a, vec b) noexcept {
+    if constexpr (element_traits<T>::is_signed)
+      return vreinterpretq_u8_s8(vminq_s8(vreinterpretq_s8_u8(a), vreinterpretq_s8_u8(b)));
+    else
+      return vminq_u8(a, b);
+  }
+  static vec set1(std::int32_t v) noexcept { return vdupq_n_u8(static_cast<std::uint8_t>(v)); }
+};
+#endif
+
+/// One ops' vector of channels of one output pixel: the max over a rows x cols window whose first tap is `in`, then
+/// the clamp; a full vector, or (Full = false) the first n channels. Rows and Cols > 0 fix the window at compile time
+/// (the full 2x2 and 3x3 windows); 0 reads them at run time.
+template <class Ops, bool Full, int Rows, int Cols, quantized_element T>
+[[gnu::always_inline]] inline void max_window(const T* in, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows, int cols,
+                                              T* out, int n, std::int32_t lo, std::int32_t hi) noexcept {
+  if constexpr (Rows > 0) {
+    rows = Rows;
+    cols = Cols;
+  }
+  const auto load = [n](const T* p) {
+    if constexpr (Full)
+      return Ops::load(p);
+    else
+      return Ops::load(p, n);
+  };
+  typename Ops::vec acc = load(in);
+  for (int y = 0; y < rows; ++y)
+    for (int x = y == 0 ? 1 : 0; x < cols; ++x) acc = Ops::template max<T>(acc, load(in + y * row + x * pixel));
+  acc = Ops::template min<T>(Ops::template max<T>(acc, Ops::set1(lo)), Ops::set1(hi));
+  if constexpr (Full)
+    Ops::store(out, acc);
+  else
+    Ops::store(out, acc, n);
+}
+
+template <int Rows, int Cols, quantized_element T>
+inline void max_pixel(const T* first, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows, int cols, T* target,
+                      int channels, clamp_range clamp) noexcept {
+  int c = 0;
+  for (; c + bytes_wide::width <= channels; c += bytes_wide::width)
+    max_window<bytes_wide, true, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, 0, clamp.min, clamp.max);
+#if defined(__AVX512BW__)
+  if (c + bytes256::width <= channels) {  // 32 channels: a full ymm rather than a masked zmm
+    max_window<bytes256, true, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, 0, clamp.min, clamp.max);
+    c += bytes256::width;
+  }
+#endif
+  if (c < channels)
+    max_window<bytes_wide, false, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, channels - c, clamp.min,
+                                                 clamp.max);
+}
+
+template <quantized_element T>
+void max_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
+                  const window_geometry& geometry, clamp_range clamp) noexcept {
+  const int channels = out.channels();
+  const std::ptrdiff_t pixel = in.pixel_stride(), row = in.row_stride();
+  for (int n = 0; n < out.batch(); ++n)
+    for (int out_y = 0; out_y < out.height(); ++out_y)
+      for (int out_x = 0; out_x < out.width(); ++out_x) {
+        const reference::detail::pool_window w =
+            reference::detail::window_at(geometry, params, in.height(), in.width(), out_y, out_x);
+        const T* first = in.pixel(n, w.y_begin, w.x_begin);
+        T* target = out.pixel(n, out_y, out_x);
+        const int rows = w.y_end - w.y_begin, cols = w.x_end - w.x_begin;
+        if (rows == 2 && cols == 2)
+          max_pixel<2, 2, T>(first, pixel, row, rows, cols, target, channels, clamp);
+        else if (rows == 3 && cols == 3)
+          max_pixel<3, 3, T>(first, pixel, row, rows, cols, target, channels, clamp);
+        else
+          max_pixel<0, 0, T>(first, pixel, row, rows, cols, target, channels, clamp);
+      }
+}
+
 /// Per channel, the sum over every pixel of image n (raw values; the offset is applied by the caller).
 template <quantized_element T>
 inline void channel_sums(const tensor_view<const T>& in, int n, int c, int channels, std::int32_t* sums) noexcept {
@@ -152,7 +309,7 @@ struct max_pool_fn {
     const std::optional<clamp_range> clamp = reference::detail::pool_clamp<T>(params.act, quant);
     if (!clamp) return;
     if (out.dims().elements() == 0) return;
-    windowed<kind::max, T>(in, out, params, *geometry, *clamp);
+    max_windowed<T>(in, out, params, *geometry, *clamp);
 #else
     reference::max_pool<T>(in, out, params, quant);
 #endif
