@@ -42,11 +42,10 @@ namespace detail::pooling {
 inline constexpr int max_vector_average_taps = 4096;
 
 #if defined(MOSAIQ_LANES)
-enum class kind { max, average };
-
-/// Channels [c, c + 16) of one output pixel from the window's taps; `in` points at channel c of pixel (y_begin,
-/// x_begin), `channels` = 16 or fewer (then the taps are copied into a zero-padded block first).
-template <kind K, quantized_element T>
+/// Average pool: channels [c, c + 16) of one output pixel from the window's taps (summed in int32, divided exactly);
+/// `in` points at channel c of pixel (y_begin, x_begin), `channels` = 16 or fewer (then the taps are copied into a
+/// zero-padded block first).
+template <quantized_element T>
 [[gnu::always_inline]] inline void window_block(const T* in, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows,
                                                 int cols, T* out, int channels, const lanes::divisor_regs& divisor,
                                                 lanes::reg lo, lanes::reg hi) noexcept {
@@ -66,10 +65,10 @@ template <kind K, quantized_element T>
   for (int y = 0; y < rows; ++y)
     for (int x = y == 0 ? 1 : 0; x < cols; ++x) {
       load(in + y * row + x * pixel, tap);
-      for (int j = 0; j < isa::regs; ++j) acc[j] = K == kind::max ? isa::max(acc[j], tap[j]) : isa::add(acc[j], tap[j]);
+      for (int j = 0; j < isa::regs; ++j) acc[j] = isa::add(acc[j], tap[j]);
     }
   for (int j = 0; j < isa::regs; ++j) {
-    if constexpr (K == kind::average) acc[j] = lanes::rounded_divide(acc[j], divisor);
+    acc[j] = lanes::rounded_divide(acc[j], divisor);
     acc[j] = isa::min(isa::max(acc[j], lo), hi);
   }
   if (partial) {
@@ -81,9 +80,9 @@ template <kind K, quantized_element T>
   }
 }
 
-template <kind K, quantized_element T>
-void windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
-              const window_geometry& geometry, clamp_range clamp) noexcept {
+template <quantized_element T>
+void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
+                      const window_geometry& geometry, clamp_range clamp) noexcept {
   const lanes::reg lo = lanes::isa::set1(clamp.min), hi = lanes::isa::set1(clamp.max);
   const int channels = out.channels();
   lanes::divisor_regs divisor = lanes::divisor_regs::of(1);
@@ -93,22 +92,20 @@ void windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const p
       for (int out_x = 0; out_x < out.width(); ++out_x) {
         const reference::detail::pool_window w =
             reference::detail::window_at(geometry, params, in.height(), in.width(), out_y, out_x);
-        if constexpr (K == kind::average) {
-          if (w.taps() != divisor_taps) {  // only border windows change it
-            divisor_taps = w.taps();
-            divisor = lanes::divisor_regs::of(divisor_taps);
-          }
+        if (w.taps() != divisor_taps) {  // only border windows change it
+          divisor_taps = w.taps();
+          divisor = lanes::divisor_regs::of(divisor_taps);
         }
         const T* first = in.pixel(n, w.y_begin, w.x_begin);
         T* target = out.pixel(n, out_y, out_x);
         const int rows = w.y_end - w.y_begin, cols = w.x_end - w.x_begin;
         int c = 0;
         for (; c + lanes::block <= channels; c += lanes::block)
-          window_block<K, T>(first + c, in.pixel_stride(), in.row_stride(), rows, cols, target + c, lanes::block,
-                             divisor, lo, hi);
+          window_block<T>(first + c, in.pixel_stride(), in.row_stride(), rows, cols, target + c, lanes::block, divisor,
+                          lo, hi);
         if (c < channels)
-          window_block<K, T>(first + c, in.pixel_stride(), in.row_stride(), rows, cols, target + c, channels - c,
-                             divisor, lo, hi);
+          window_block<T>(first + c, in.pixel_stride(), in.row_stride(), rows, cols, target + c, channels - c, divisor,
+                          lo, hi);
       }
 }
 
@@ -326,7 +323,7 @@ struct average_pool_fn {
       const std::optional<clamp_range> clamp = reference::detail::pool_clamp<T>(params.act, quant);
       if (!clamp) return;
       if (out.dims().elements() == 0) return;
-      windowed<kind::average, T>(in, out, params, *geometry, *clamp);
+      average_windowed<T>(in, out, params, *geometry, *clamp);
       return;
     }
 #endif
