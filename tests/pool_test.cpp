@@ -189,6 +189,39 @@ void check_global() {
   }
 }
 
+/// Scaled sums beyond 2^24 (many pixels, an output scale far below the input's, values one step from the zero
+/// point either way): the vector finish hands those blocks to the per-channel path (the means saturate there).
+template <class T, rounding R>
+void check_global_large_sums() {
+  std::mt19937 rng(37);
+  const shape size{96, 128, 19};
+  const int zero_point = mosaiq::element_traits<T>::min + 3;
+  for (const float ratio : {3000.0f, 40000.0f})
+    for (const int step : {1, -1}) {
+      const quant_params in_quant{0.05f, zero_point};
+      const quant_params out_quant{0.05f / ratio, 0};
+      placed_tensor<T> in(size, 1, 0, 1);
+      const mosaiq::tensor_view<T> values = in.view();
+      for (int y = 0; y < size.height; ++y)
+        for (int x = 0; x < size.width; ++x)
+          for (int c = 0; c < size.channels; ++c)
+            values.pixel(0, y, x)[c] = static_cast<T>(zero_point + (rng() % 2 == 0 ? step : 0));
+      placed_tensor<T> out(shape{1, 1, 19}, 1, 2, 1);
+      placed_tensor<T> expected(shape{1, 1, 19}, 1, 0, 0);
+      ref::global_average_pool<R, T>(in.view(), expected.view(), in_quant, out_quant);
+      mosaiq::global_average_pool<R, T>(in.view(), out.view(), in_quant, out_quant);
+      CAPTURE(ratio);
+      CAPTURE(step);
+      CHECK(out.values() == expected.values());
+      CHECK(out.first_damaged_canary() == -1);
+    }
+}
+
+TEST_CASE("global_average_pool: scaled sums past the vector division's range") {
+  check_global_large_sums<u8, rounding::tflite_reference>();
+  check_global_large_sums<i8, rounding::single_round>();
+}
+
 TEST_CASE("global_average_pool equals the reference: u8, TFLite reference rounding") {
   check_global<u8, rounding::tflite_reference>();
 }

@@ -12,14 +12,16 @@
 //   average  the int32 sum of the taps, then reference::detail::rounded_divide by the tap count (exact: a float
 //            quotient corrected by its remainder, for windows up to 4096 taps; larger windows run the reference),
 //            then the activation clamp;
-//   global   per channel block the int32 sum over all pixels of (q - input offset), then per channel the
-//            reference's MEAN recipe (multiplier, rounded division, output offset) in scalar code: C values per image.
+//   global   per 64 channels (one pass over the image, four blocks of int32 sums) the sum over all pixels of
+//            (q - input offset), then per channel the reference's MEAN recipe (multiplier, rounded division, output
+//            offset) in scalar code: C values per image.
 // Without an ISA (scalar builds) every op calls the reference.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <type_traits>
@@ -264,26 +266,35 @@ void max_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, con
       }
 }
 
-/// Per channel, the sum over every pixel of image n (raw values; the offset is applied by the caller).
+/// Lane blocks summed per pass over the image: 64 channels, a whole cache line of each pixel per pass.
+inline constexpr int sum_blocks = 4;
+
+/// Per channel, the sum over every pixel of image n (raw values; the offset is applied by the caller), for channels
+/// [c, c + channels), 1 <= channels <= sum_blocks * lanes::block; a partial last block goes through a copy.
 template <quantized_element T>
 inline void channel_sums(const tensor_view<const T>& in, int n, int c, int channels, std::int32_t* sums) noexcept {
   using isa = lanes::isa;
-  lanes::reg acc[isa::regs], tap[isa::regs];
-  for (int j = 0; j < isa::regs; ++j) acc[j] = isa::zero();
-  const bool partial = channels < lanes::block;
+  const int full = channels / lanes::block, rest = channels % lanes::block;
+  lanes::reg acc[sum_blocks][isa::regs], tap[isa::regs];
+  for (int b = 0; b < sum_blocks; ++b)
+    for (int j = 0; j < isa::regs; ++j) acc[b][j] = isa::zero();
   for (int y = 0; y < in.height(); ++y)
     for (int x = 0; x < in.width(); ++x) {
       const T* p = in.pixel(n, y, x) + c;
-      if (partial) {
-        T copy[lanes::block] = {};
-        std::memcpy(copy, p, static_cast<std::size_t>(channels) * sizeof(T));
-        isa::template widen<T>(copy, tap);
-      } else {
-        isa::template widen<T>(p, tap);
+      for (int b = 0; b < sum_blocks; ++b) {
+        if (b < full) {
+          isa::template widen<T>(p + b * lanes::block, tap);
+        } else if (b == full && rest > 0) {
+          T copy[lanes::block] = {};
+          std::memcpy(copy, p + b * lanes::block, static_cast<std::size_t>(rest) * sizeof(T));
+          isa::template widen<T>(copy, tap);
+        } else {
+          break;
+        }
+        for (int j = 0; j < isa::regs; ++j) acc[b][j] = isa::add(acc[b][j], tap[j]);
       }
-      for (int j = 0; j < isa::regs; ++j) acc[j] = isa::add(acc[j], tap[j]);
     }
-  alignas(64) std::int32_t all[lanes::block];
+  alignas(64) std::int32_t all[sum_blocks * lanes::block];
   std::memcpy(all, acc, sizeof all);
   std::memcpy(sums, all, static_cast<std::size_t>(channels) * sizeof(std::int32_t));
 }
@@ -333,6 +344,46 @@ struct average_pool_fn {
 
 template <rounding R, quantized_element T>
 struct global_average_pool_fn {
+#if defined(MOSAIQ_LANES)
+  /// The MEAN recipe on up to 16 channel sums (entries past `count` are ignored): the multiplier in vectors, then the
+  /// rounded division in vectors while every |scaled| + divisor/2 < 2^24 (lanes::rounded_divide's exact range),
+  /// else per channel as the reference does.
+  static void finish_block(const std::int32_t* sums, int count, std::int32_t offset_total, requant_scale scale,
+                           const global_pool_params& params, T* target) noexcept {
+    using isa = detail::lanes::isa;
+    constexpr int block = detail::lanes::block;
+    const detail::lanes::scale_regs multiplier = detail::lanes::scale_regs::of(scale);
+    detail::lanes::reg v[isa::regs];
+    std::memcpy(v, sums, sizeof v);
+    bool small = true;
+    for (int j = 0; j < isa::regs; ++j)
+      v[j] = isa::template multiply<R>(isa::sub(v[j], isa::set1(offset_total)), multiplier.multiplier,
+                                       multiplier.left_shift, multiplier.right_shift);
+    alignas(64) std::int32_t scaled[block];
+    std::memcpy(scaled, v, sizeof scaled);
+    const std::int64_t limit = (std::int64_t{1} << 24) - params.divisor / 2;
+    for (int j = 0; j < count; ++j) small = small && std::abs(std::int64_t{scaled[j]}) < limit;
+    if (!small) {
+      for (int j = 0; j < count; ++j)
+        target[j] =
+            saturate_cast<T>(reference::detail::rounded_divide(scaled[j], params.divisor) + params.output_offset);
+      return;
+    }
+    const detail::lanes::divisor_regs divisor = detail::lanes::divisor_regs::of(params.divisor);
+    const detail::lanes::reg lo = isa::set1(element_traits<T>::min), hi = isa::set1(element_traits<T>::max);
+    for (int j = 0; j < isa::regs; ++j)
+      v[j] = isa::min(
+          isa::max(isa::add(detail::lanes::rounded_divide(v[j], divisor), isa::set1(params.output_offset)), lo), hi);
+    if (count == block) {
+      isa::template narrow<T>(target, v);
+    } else {
+      T result[block];
+      isa::template narrow<T>(result, v);
+      std::memcpy(target, result, static_cast<std::size_t>(count) * sizeof(T));
+    }
+  }
+#endif
+
   /// `params` come from reference::make_global_average_pool_params<R, T> for the input's height * width.
   void operator()(tensor_view<const T> in, tensor_view<T> out, const global_pool_params& params) const {
     if (!check_view(in, "global_average_pool: input") || !check_view(out, "global_average_pool: output")) return;
@@ -353,11 +404,14 @@ struct global_average_pool_fn {
       T* target = out.pixel(n, 0, 0);
       int c = 0;
 #if defined(MOSAIQ_LANES)
-      for (; c < in.channels(); c += detail::lanes::block) {
-        const int count = std::min(detail::lanes::block, in.channels() - c);
-        std::int32_t sums[detail::lanes::block];
+      constexpr int group = detail::pooling::sum_blocks * detail::lanes::block;
+      for (; c < in.channels(); c += group) {
+        const int count = std::min(group, in.channels() - c);
+        alignas(64) std::int32_t sums[group];
         channel_sums<T>(in, n, c, count, sums);
-        for (int j = 0; j < count; ++j) target[c + j] = finish(sums[j]);
+        for (int j = 0; j < count; j += detail::lanes::block)
+          finish_block(sums + j, std::min(detail::lanes::block, count - j), offset_total, scale, params,
+                       target + c + j);
       }
 #endif
       for (; c < in.channels(); ++c) {
