@@ -170,7 +170,7 @@ void check_ratio_grid() {
         ++runs;
       }
   CHECK(passed == runs);
-  // Long rows: several column chunks (flat path: 256 elements, channel path: 128 columns or 1024 floats), channel
+  // Long rows: several column chunks (flat path: 512 elements, channel path: 128 columns or 1024 floats), channel
   // blocks of 512 with a tail, and downscales whose output pixels read far-apart columns.
   constexpr ratio_case long_rows[] = {{2, 300, 3, 701}, {1, 2000, 2, 100}, {1, 5000, 1, 3}, {3, 40, 2, 333}};
   for (const ratio_case& r : long_rows)

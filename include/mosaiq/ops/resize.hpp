@@ -12,8 +12,9 @@
 // (net/layers.hpp) use `.scale`.
 //
 // Bilinear, dispatched on the views' sizes at run time: ratio 1 on both axes is a copy; exactly 2x on both axes in
-// legacy or half-pixel mode runs the integer 2x kernels below; everything else (any ratio, align_corners at any ratio
-// including 2x) runs the float32 any-ratio kernel.
+// legacy or half-pixel mode runs the integer 2x kernels below when they vectorize (16+ channels, or dense rows of 1, 2,
+// 4 or 8 channels); everything else (any ratio, align_corners at any ratio including 2x, 2x with 3, 5..7 or 9..15
+// channels, where the 2x kernels would run their scalar twin) runs the float32 any-ratio kernel.
 //
 // Bilinear 2x, legacy and half-pixel: every weight is dyadic, so the reference's float32 result rounded half up is
 // the exact closed form (notes resize_softmax_anchors §1.8, docs/decisions.md "Reference resize"), computed here in
@@ -25,7 +26,8 @@
 // floor(s + 1/2) + 128, and rounding half up commutes with the shift (tested on every closed form).
 // Rows: dense rows with 1, 2, 4, 8 or 16 channels are processed as W*C contiguous bytes and the even/odd output
 // pixels are interleaved with unpack/zip of that granularity; other channel counts and strided views go pixel by
-// pixel in channel blocks of 64/32/16 bytes with a scalar channel tail.
+// pixel in channel blocks of 64/32/16 bytes with a scalar channel tail. Rows too short for the widest vector continue
+// with narrower ones.
 //
 // Bilinear at any ratio (detail::any_ratio): TFLite's uint8 float32 arithmetic, operation for operation, so no
 // fixed-point shortcut can equal it (docs/decisions.md "Resize at any ratio"). Taps come from the reference's own
@@ -37,8 +39,8 @@
 //     NEON) with one masked/partial tail;
 //   - 1..7 channels: vectors along the flattened output row x*C + c through per-chunk index tables; where a
 //     vector's inputs fit one vector of floats (upsampling) two loads and permutes replace four gathers.
-//   Memory: no allocation and no workspace argument: about 14 KiB of stack (two rows of 1024 floats, tap and index
-//   tables) and the columns of a row in chunks (<= 128 pixels, <= 256 flattened elements, <= 1024 floats per input
+//   Memory: no allocation and no workspace argument: about 20 KiB of stack (two rows of 1024 floats, tap and index
+//   tables) and the columns of a row in chunks (<= 128 pixels, <= 512 flattened elements, <= 1024 floats per input
 //   row segment, channels in blocks of 512), so any size runs with the network executor's workspace-free call.
 //   Builds without AVX2 or NEON (and MOSAIQ_FORCE_SCALAR) call reference::resize_bilinear.
 // Nothing outside the views is read or written; strided views work on every path.
@@ -441,7 +443,14 @@ inline void dense_row_with_edges(const row_pass& r) noexcept {
   // Half-pixel reads the left neighbour, so pixel 0 (clamped) goes through the scalar twin.
   const int head = Mode == resize_mode::half_pixel ? std::min(1, r.width) : 0;
   scalar_pixels<Mode, Flip>(r, 0, head, 0, G);
-  const int done = widest<Mode, Flip>::template dense_row<G>(r, head);
+  int done = widest<Mode, Flip>::template dense_row<G>(r, head);
+  // Rows too short for the widest vector (e.g. 64 bytes on AVX-512) continue with narrower ones.
+#if defined(__AVX512BW__)
+  done = vector_kernels<avx2_ops, Mode, Flip>::template dense_row<G>(r, done);
+#endif
+#if defined(__AVX2__)
+  done = vector_kernels<sse_ops, Mode, Flip>::template dense_row<G>(r, done);
+#endif
   scalar_pixels<Mode, Flip>(r, done, r.width, 0, G);
 }
 
@@ -571,7 +580,7 @@ namespace detail::any_ratio {
 
 inline constexpr int row_floats = 1024;   // floats per converted input row segment (two of them: top, bottom)
 inline constexpr int max_columns = 128;   // output columns per chunk (channel path)
-inline constexpr int max_elements = 256;  // flattened output elements per chunk (small-channel path)
+inline constexpr int max_elements = 512;  // flattened output elements per chunk (small-channel path)
 inline constexpr int flat_below = 8;      // channel counts below this go along the flattened row x*C + c
 inline constexpr int max_channel_block = row_floats / 2;  // an output pixel needs two input columns
 
@@ -592,25 +601,30 @@ struct flat_table {
   bool window[max_elements / Lanes];
   int elements = 0;
 
-  void build(const column* columns, int count, int channels) noexcept {
+  /// Output column x of the chunk (elements x * channels + c) reads `col`.
+  void set(int x, const column& col, int channels) noexcept {
+    for (int c = 0; c < channels; ++c) {
+      const int e = x * channels + c;
+      lower[e] = col.lower + c, upper[e] = col.upper + c;
+      lower_weight[e] = col.lower_weight, upper_weight[e] = col.upper_weight;
+    }
+  }
+  /// After set() for `count` columns: offsets relative to each vector's base; lanes past the end read the base with
+  /// weight 0.
+  void finish(int count, int channels) noexcept {
     elements = count * channels;
     for (int v = 0; v * Lanes < elements; ++v) {
       const int begin = v * Lanes, end = std::min(begin + Lanes, elements);
-      int low = columns[begin / channels].lower + begin % channels, high = low;
-      for (int e = begin; e < end; ++e) {
-        const column& col = columns[e / channels];
-        low = std::min(low, col.lower + e % channels);
-        high = std::max(high, col.upper + e % channels);
-      }
+      const int low = *std::min_element(lower + begin, lower + end);
+      const int high = *std::max_element(upper + begin, upper + end);
       base[v] = low;
       window[v] = high - low < Lanes;
       for (int e = begin; e < begin + Lanes; ++e) {
-        const bool inside = e < end;  // lanes past the end read the base with weight 0
-        const column& col = columns[inside ? e / channels : 0];
-        lower[e] = inside ? col.lower + e % channels - low : 0;
-        upper[e] = inside ? col.upper + e % channels - low : 0;
-        lower_weight[e] = inside ? col.lower_weight : 0.0f;
-        upper_weight[e] = inside ? col.upper_weight : 0.0f;
+        const bool inside = e < end;
+        lower[e] = inside ? lower[e] - low : 0;
+        upper[e] = inside ? upper[e] - low : 0;
+        lower_weight[e] = inside ? lower_weight[e] : 0.0f;
+        upper_weight[e] = inside ? upper_weight[e] : 0.0f;
       }
     }
   }
@@ -653,6 +667,16 @@ struct avx512_float {
       _mm512_mask_cvtusepi32_storeu_epi8(p, mask(n), _mm512_max_epi32(v, _mm512_setzero_si512()));
     else
       _mm512_mask_cvtsepi32_storeu_epi8(p, mask(n), v);
+  }
+  /// Four vectors of sums to 4 * lanes results: two packs (saturating, like the clamp) and one lane permute.
+  template <class T>
+  static void store4(T* p, vf s0, vf s1, vf s2, vf s3) noexcept {
+    const __m512i low = _mm512_packs_epi32(rounded(s0), rounded(s1)),
+                  high = _mm512_packs_epi32(rounded(s2), rounded(s3));
+    const __m512i bytes = std::same_as<T, u8> ? _mm512_packus_epi16(low, high) : _mm512_packs_epi16(low, high);
+    // 128-bit lane k holds dwords s0[k], s1[k], s2[k], s3[k] (4 results each).
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_si512(p, _mm512_permutexvar_epi32(order, bytes));
   }
   template <class T>
   static vf widen(__m128i bytes) noexcept {
@@ -703,7 +727,7 @@ struct avx2_float {
   /// floor(sum + 0.5f), saturated to T, in the low 8 bytes.
   template <class T>
   static __m128i narrowed(vf sum) noexcept {
-    const __m256i v = _mm256_cvtps_epi32(_mm256_floor_ps(_mm256_add_ps(sum, _mm256_set1_ps(0.5f))));
+    const __m256i v = rounded(sum);
     const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     if constexpr (std::same_as<T, u8>)
       return _mm_packus_epi16(words, words);
@@ -713,6 +737,19 @@ struct avx2_float {
   template <class T>
   static void store(T* p, vf sum) noexcept {
     _mm_storel_epi64(reinterpret_cast<__m128i*>(p), narrowed<T>(sum));
+  }
+  static __m256i rounded(vf sum) noexcept {
+    return _mm256_cvtps_epi32(_mm256_floor_ps(_mm256_add_ps(sum, _mm256_set1_ps(0.5f))));
+  }
+  /// Four vectors of sums to 32 results: two packs (saturating, like the clamp) and one lane permute.
+  template <class T>
+  static void store4(T* p, vf s0, vf s1, vf s2, vf s3) noexcept {
+    const __m256i low = _mm256_packs_epi32(rounded(s0), rounded(s1));
+    const __m256i high = _mm256_packs_epi32(rounded(s2), rounded(s3));
+    const __m256i bytes = std::same_as<T, u8> ? _mm256_packus_epi16(low, high) : _mm256_packs_epi16(low, high);
+    // 128-bit lane k holds dwords s0[k], s1[k], s2[k], s3[k] (4 results each).
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permutevar8x32_epi32(bytes, order));
   }
   template <class T>
   static void store(T* p, vf sum, int n) noexcept {
@@ -786,6 +823,10 @@ struct neon_float {
     std::memcpy(p, &bytes, static_cast<std::size_t>(n));
   }
   template <class T>
+  static void store4(T* p, vf s0, vf s1, vf s2, vf s3) noexcept {
+    store<T>(p, s0), store<T>(p + 4, s1), store<T>(p + 8, s2), store<T>(p + 12, s3);
+  }
+  template <class T>
   static void convert(const T* src, int count, float w, float* dst) noexcept {
     int i = 0;
     for (; i + 8 <= count; i += 8) {
@@ -841,12 +882,12 @@ class kernel {
 
  public:
   static void run(const tensor_view<const T>& in, const tensor_view<T>& out, resize_mode mode) noexcept {
-    // Stack, not a workspace: about 14 KiB whatever the shape (the rows are processed in chunks of columns), so the
+    // Stack, not a workspace: about 20 KiB whatever the shape (the rows are processed in chunks of columns), so the
     // op keeps the workspace-free signature of the 2x kernels and of the network executor.
     // The rows have a vector of slack: a window load from the last base may run past the span (its extra lanes are
     // never selected).
     alignas(64) float rows[2][row_floats + lanes];
-    alignas(64) column columns[max_columns > max_elements ? max_columns : max_elements];
+    alignas(64) column columns[max_columns];
     flat_table<lanes> table;
     alignas(64) T staged[max_elements + 64];
 
@@ -871,10 +912,14 @@ class kernel {
               x == x_begin ? head : reference::detail::float_axis_tap(x, scale_x, mode, in.width());
           if (t.upper - first + 1 > max_span) break;
           last = std::max(last, t.upper);
-          columns[count++] = {(t.lower - first) * block, (t.upper - first) * block, t.lower_weight, t.upper_weight};
+          const column col{(t.lower - first) * block, (t.upper - first) * block, t.lower_weight, t.upper_weight};
+          if (flat)
+            table.set(count++, col, block);
+          else
+            columns[count++] = col;
         }
         const int span = last - first + 1;
-        if (flat) table.build(columns, count, block);
+        if (flat) table.finish(count, block);
         for (int n = 0; n < out.batch(); ++n) {
           for (int y = 0; y < out.height(); ++y) {
             const reference::detail::float_tap ty = reference::detail::float_axis_tap(y, scale_y, mode, in.height());
@@ -907,7 +952,8 @@ class kernel {
     const bool dense = out_pixel == block;
     const int elements = table.elements;
     T* results = dense ? target : staged;
-    for (int e = 0, v = 0; e < elements; e += lanes, ++v) {
+    const auto sum = [&](int v) noexcept {
+      const int e = v * lanes;
       const float *t = top + table.base[v], *b = bottom + table.base[v];
       const std::int32_t *lower = table.lower + e, *upper = table.upper + e;
       vf tl, bl, tu, bu;
@@ -918,11 +964,17 @@ class kernel {
       } else {
         tl = F::gather(t, lower), bl = F::gather(b, lower), tu = F::gather(t, upper), bu = F::gather(b, upper);
       }
-      const vf sum = blend(tl, bl, tu, bu, F::load(table.lower_weight + e), F::load(table.upper_weight + e));
+      return blend(tl, bl, tu, bu, F::load(table.lower_weight + e), F::load(table.upper_weight + e));
+    };
+    int v = 0;
+    for (; (v + 4) * lanes <= elements; v += 4)
+      F::template store4<T>(results + v * lanes, sum(v), sum(v + 1), sum(v + 2), sum(v + 3));
+    for (; v * lanes < elements; ++v) {
+      const int e = v * lanes;
       if (e + lanes <= elements || !dense)
-        F::template store<T>(results + e, sum);  // staged has room for a whole last vector
+        F::template store<T>(results + e, sum(v));  // staged has room for a whole last vector
       else
-        F::template store<T>(results + e, sum, elements - e);
+        F::template store<T>(results + e, sum(v), elements - e);
     }
     if (!dense)
       for (int x = 0; x < elements / block; ++x)
@@ -1006,8 +1058,18 @@ void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out) {
   }
   if constexpr (Mode != resize_mode::align_corners) {
     if (out.height() == 2 * in.height() && out.width() == 2 * in.width()) {
+#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+      // The 2x kernels vectorize 16+ channels and dense rows of 1, 2, 4 or 8; with other channel counts they run the
+      // scalar twin on every channel (or tail) and the float kernel is 2-4x faster (same results).
+      const int c = in.channels();
+      if (c >= 16 || (in.is_dense() && out.is_dense() && (c == 1 || c == 2 || c == 4 || c == 8))) {
+        bilinear_2x<Mode, T>(in, out);
+        return;
+      }
+#else
       bilinear_2x<Mode, T>(in, out);
       return;
+#endif
     }
   }
 #if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
