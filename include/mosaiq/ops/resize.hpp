@@ -21,7 +21,9 @@
 // 16-bit integers with clamped neighbour indices (clamping reproduces the replicated edges exactly):
 //   legacy      out(2i, 2j) = a, (a+b+1)>>1 across, (a+c+1)>>1 down, (a+b+c+d+2)>>2 diagonal
 //               (the averages of two are pavgb / vrhadd; the sum of four is widened: avg(avg, avg) rounds twice);
-//   half-pixel  vertical v = 3*near_row + far_row per input pixel, then (3*v + v_neighbour + 8)>>4 per output column.
+//   half-pixel  vertical v = 3*near_row + far_row per input pixel, then (3*v + v_neighbour + 8)>>4 per output column
+//               (dense 16-channel rows: one vertical pass per vector, the neighbours shifted in from the previous one).
+// The rounding shifts are one pmulhrsw on x86 ((x * 2^(15-s) + 2^14) >> 15), vrshrn on NEON.
 // int8 runs the same arithmetic on x ^ 0x80 = x + 128: the weights sum to one, so floor(s + 128 + 1/2) =
 // floor(s + 1/2) + 128, and rounding half up commutes with the shift (tested on every closed form).
 // Rows: dense rows with 1, 2, 4, 8 or 16 channels are processed as W*C contiguous bytes and the even/odd output
@@ -149,9 +151,9 @@ struct sse_ops {
   }
   template <int Shift>
   static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    const __m128i half = _mm_set1_epi16(1 << (Shift - 1));
-    return _mm_packus_epi16(_mm_srli_epi16(_mm_add_epi16(lo, half), Shift),
-                            _mm_srli_epi16(_mm_add_epi16(hi, half), Shift));
+    // (x + 2^(Shift-1)) >> Shift in one pmulhrsw: (x * 2^(15-Shift) + 2^14) >> 15, exact for x < 2^16.
+    const __m128i scale = _mm_set1_epi16(1 << (15 - Shift));
+    return _mm_packus_epi16(_mm_mulhrs_epi16(lo, scale), _mm_mulhrs_epi16(hi, scale));
   }
   /// Pairs of groups of G bytes from e and o: lo = e0 o0 e1 o1 ... of the low halves, hi of the high halves
   /// (per 128-bit lane on AVX2/AVX-512).
@@ -191,9 +193,8 @@ struct avx2_ops {
   }
   template <int Shift>
   static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    const __m256i half = _mm256_set1_epi16(1 << (Shift - 1));
-    return _mm256_packus_epi16(_mm256_srli_epi16(_mm256_add_epi16(lo, half), Shift),
-                               _mm256_srli_epi16(_mm256_add_epi16(hi, half), Shift));
+    const __m256i scale = _mm256_set1_epi16(1 << (15 - Shift));  // rounding shift in one pmulhrsw, as in sse_ops
+    return _mm256_packus_epi16(_mm256_mulhrs_epi16(lo, scale), _mm256_mulhrs_epi16(hi, scale));
   }
   template <int G>
   static void unpack(reg e, reg o, reg& lo, reg& hi) noexcept {
@@ -203,6 +204,12 @@ struct avx2_ops {
     if constexpr (G == 8) lo = _mm256_unpacklo_epi64(e, o), hi = _mm256_unpackhi_epi64(e, o);
     if constexpr (G == 16) lo = e, hi = o;
   }
+  /// 16-byte pixels, one per 128-bit lane (also in widened form): the pixels one and two before `cur`'s first, taken
+  /// from `prev` (the vector before).
+  static wide_reg pixels_from_1(wide_reg prev, wide_reg cur) noexcept {
+    return _mm256_permute2x128_si256(prev, cur, 0x21);
+  }
+  static wide_reg pixels_from_2(wide_reg prev, wide_reg) noexcept { return prev; }
   // unpack works within 128-bit lanes: lane k of lo/hi holds the first/second half of input lane k's pairs.
   template <int G>
   static void store_interleaved(byte* p, reg e, reg o) noexcept {
@@ -232,9 +239,8 @@ struct avx512_ops {
   }
   template <int Shift>
   static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    const __m512i half = _mm512_set1_epi16(1 << (Shift - 1));
-    return _mm512_packus_epi16(_mm512_srli_epi16(_mm512_add_epi16(lo, half), Shift),
-                               _mm512_srli_epi16(_mm512_add_epi16(hi, half), Shift));
+    const __m512i scale = _mm512_set1_epi16(1 << (15 - Shift));  // rounding shift in one pmulhrsw, as in sse_ops
+    return _mm512_packus_epi16(_mm512_mulhrs_epi16(lo, scale), _mm512_mulhrs_epi16(hi, scale));
   }
   template <int G>
   static void unpack(reg e, reg o, reg& lo, reg& hi) noexcept {
@@ -244,6 +250,8 @@ struct avx512_ops {
     if constexpr (G == 8) lo = _mm512_unpacklo_epi64(e, o), hi = _mm512_unpackhi_epi64(e, o);
     if constexpr (G == 16) lo = e, hi = o;
   }
+  static wide_reg pixels_from_1(wide_reg prev, wide_reg cur) noexcept { return _mm512_alignr_epi64(cur, prev, 6); }
+  static wide_reg pixels_from_2(wide_reg prev, wide_reg cur) noexcept { return _mm512_alignr_epi64(cur, prev, 4); }
   // Lane k of lo/hi (128 bits each) holds the first/second half of lane k's groups; put them back in memory order.
   template <int G>
   static void store_interleaved(byte* p, reg e, reg o) noexcept {
@@ -396,6 +404,24 @@ struct vector_kernels {
       Ops::template store_interleaved<G>(r.out + 2 * j, even, odd);
     };
     std::ptrdiff_t j = std::ptrdiff_t{x_begin} * G;
+    if constexpr (Mode == resize_mode::half_pixel && G == 16 && bytes >= 32) {
+      // 16-byte pixels: one vertical pass a vector. `right` covers the pixels one after the vector's; the centres and
+      // left neighbours are the same lanes shifted in from the previous `right` (whole 128-bit lanes, so the widened
+      // halves shift alike).
+      if (j + bytes + G <= row_bytes) {
+        step(j);
+        wide previous = vertical(r.near + j + G, r.far + j + G);
+        for (j += bytes; j + bytes + G <= row_bytes; j += bytes) {
+          const wide right = vertical(r.near + j + G, r.far + j + G);
+          const wide center{Ops::pixels_from_1(previous.lo, right.lo), Ops::pixels_from_1(previous.hi, right.hi)};
+          const wide left{Ops::pixels_from_2(previous.lo, right.lo), Ops::pixels_from_2(previous.hi, right.hi)};
+          reg even, odd;
+          half_pixel(left, center, right, even, odd);
+          Ops::template store_interleaved<G>(r.out + 2 * j, even, odd);
+          previous = right;
+        }
+      }
+    }
     for (; j + bytes + G <= row_bytes; j += bytes) step(j);
     // The pixels left before the last one: one more vector ending there, overlapping pixels already written (it
     // rewrites the same values), so only the last pixel is left to the scalar twin.
