@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -102,12 +103,137 @@ TEST_CASE("resize_bilinear 2x equals the reference: i8") {
   check_bilinear<resize_mode::align_corners, 2, i8>();
 }
 
-TEST_CASE("resize_bilinear, scale 1 and 3 (reference fallback), equals the reference") {
+TEST_CASE("resize_bilinear, scale 1, 3 and 4 through the config's scale, equals the reference") {
   check_bilinear<resize_mode::half_pixel, 3, u8>();
   check_bilinear<resize_mode::legacy, 3, i8>();
+  check_bilinear<resize_mode::align_corners, 4, u8>();
   check_bilinear<resize_mode::half_pixel, 1, u8>();
   CHECK(mosaiq::resize_bilinear<resize_config{.scale = 2, .mode = resize_mode::legacy}, u8>::specialized);
-  CHECK(!mosaiq::resize_bilinear<resize_config{.scale = 3}, u8>::specialized);
+  CHECK(mosaiq::resize_bilinear<resize_config{.scale = 3}, u8>::specialized ==
+        (mosaiq::simd::native_isa != mosaiq::simd::isa::scalar));
+}
+
+namespace {
+
+/// One input size and the output size it is resized to.
+struct ratio_case {
+  int in_height, in_width, out_height, out_width;
+};
+
+/// Integer ratios 3, 4, 8; non-integer up and down; one axis only; 1x1 outputs and 1xN inputs; exact 2x (the integer
+/// kernels, or the float kernel for align_corners); rows long enough to be cut into several column chunks.
+constexpr ratio_case ratio_cases[] = {
+    {5, 7, 15, 21}, {4, 3, 16, 12}, {3, 2, 24, 16}, {6, 4, 9, 6}, {7, 7, 16, 16}, {3, 10, 7, 23}, {16, 16, 7, 7},
+    {10, 10, 3, 3}, {5, 6, 1, 1},   {1, 9, 4, 20},  {9, 1, 2, 5}, {4, 5, 8, 10},  {3, 4, 3, 9},   {2, 1, 2, 1},
+};
+constexpr int ratio_channels[] = {1, 2, 3, 4, 8, 15, 16, 17, 64, 100};
+
+/// The op with the output size taken from the view: one instantiation serves every ratio of the grid.
+template <resize_mode Mode, class T>
+using any_size = mosaiq::resize_bilinear<
+    resize_config{.mode = Mode, .out_height = resize_config::from_output, .out_width = resize_config::from_output}, T>;
+
+template <resize_mode Mode, class T>
+int check_ratio(std::mt19937& rng, const ratio_case& r, int channels, const layout& l) {
+  const shape in_dims{r.in_height, r.in_width, channels}, out_dims{r.out_height, r.out_width, channels};
+  placed_tensor<T> in(in_dims, l.batch, l.extra, l.misalign);
+  placed_tensor<T> out(out_dims, l.batch, l.extra + 1, l.misalign + 1);
+  placed_tensor<T> expected(out_dims, l.batch, 0, 0);
+  in.fill_random(rng);
+  ref::resize_bilinear<T>(tensor_view<const T>(in.view()), expected.view(), Mode);
+  any_size<Mode, T>{}(in.view(), out.view());
+  const bool equal = out.values() == expected.values();
+  const bool intact = out.first_damaged_canary() == -1 && in.first_damaged_canary() == -1;
+  if (!equal || !intact) {
+    CAPTURE(channels);
+    CAPTURE(r.in_height);
+    CAPTURE(r.in_width);
+    CAPTURE(r.out_height);
+    CAPTURE(r.out_width);
+    CAPTURE(l.batch);
+    CAPTURE(l.extra);
+    CAPTURE(l.misalign);
+    CHECK(equal);
+    CHECK(intact);
+  }
+  return equal && intact ? 1 : 0;
+}
+
+template <resize_mode Mode, class T>
+void check_ratio_grid() {
+  std::mt19937 rng(99);
+  int passed = 0, runs = 0;
+  for (const layout l : layouts)
+    for (const int channels : ratio_channels)
+      for (const ratio_case& r : ratio_cases) {
+        passed += check_ratio<Mode, T>(rng, r, channels, l);
+        ++runs;
+      }
+  CHECK(passed == runs);
+  // Long rows: several column chunks (flat path: 512 elements, channel path: 128 columns or 1024 floats), channel
+  // blocks of 512 with a tail, and downscales whose output pixels read far-apart columns.
+  constexpr ratio_case long_rows[] = {{2, 300, 3, 701}, {1, 2000, 2, 100}, {1, 5000, 1, 3}, {3, 40, 2, 333}};
+  for (const ratio_case& r : long_rows)
+    for (const int channels : {1, 3, 7, 17, 600}) CHECK(check_ratio<Mode, T>(rng, r, channels, layouts[2]) == 1);
+}
+
+}  // namespace
+
+TEST_CASE("resize_bilinear at any ratio equals the reference bit for bit: u8") {
+  check_ratio_grid<resize_mode::half_pixel, u8>();
+  check_ratio_grid<resize_mode::legacy, u8>();
+  check_ratio_grid<resize_mode::align_corners, u8>();
+}
+
+TEST_CASE("resize_bilinear at any ratio equals the reference bit for bit: i8") {
+  check_ratio_grid<resize_mode::half_pixel, i8>();
+  check_ratio_grid<resize_mode::legacy, i8>();
+  check_ratio_grid<resize_mode::align_corners, i8>();
+}
+
+TEST_CASE("resize_bilinear with a fixed output size: output_shape, run and misuse") {
+  using up = mosaiq::resize_bilinear<resize_config{.mode = resize_mode::legacy, .out_height = 16, .out_width = 23}, u8>;
+  static_assert(up::output_shape(shape{7, 10, 5}) == shape{16, 23, 5});
+  static_assert(mosaiq::resize_nearest<resize_config{.out_height = 3, .out_width = 4}, u8>::output_shape(
+                    shape{9, 9, 2}) == shape{3, 4, 2});
+  std::mt19937 rng(5);
+  placed_tensor<u8> in(shape{7, 10, 5}, 1, 2, 1), out(up::output_shape(shape{7, 10, 5}), 1, 0, 3),
+      expected(up::output_shape(shape{7, 10, 5}), 1, 0, 0);
+  in.fill_random(rng);
+  ref::resize_bilinear<u8>(tensor_view<const u8>(in.view()), expected.view(), resize_mode::legacy);
+  up{}(in.view(), out.view());
+  CHECK(out.values() == expected.values());
+  CHECK(out.first_damaged_canary() == -1);
+
+  mosaiq::test::recording_handler errors;
+  std::vector<u8> wrong(16 * 22 * 5, 1);
+  up{}(tensor_view<const u8>(in.view()), tensor_view<u8>(wrong.data(), shape{16, 22, 5}));
+  CHECK(errors.calls() == 1);
+  CHECK(std::count(wrong.begin(), wrong.end(), u8{1}) == static_cast<long>(wrong.size()));
+  // from_output: any size, but the channels must match and a non-empty output needs a non-empty input.
+  any_size<resize_mode::half_pixel, u8>{}(tensor_view<const u8>(in.view()),
+                                          tensor_view<u8>(wrong.data(), shape{16, 22, 4}));
+  CHECK(errors.calls() == 2);
+  std::vector<u8> none;
+  any_size<resize_mode::half_pixel, u8>{}(tensor_view<const u8>(none.data(), shape{0, 3, 5}),
+                                          tensor_view<u8>(wrong.data(), shape{16, 22, 5}));
+  CHECK(errors.calls() == 3);
+  CHECK(std::count(wrong.begin(), wrong.end(), u8{1}) == static_cast<long>(wrong.size()));
+}
+
+TEST_CASE("resize_nearest with a fixed output size equals the reference") {
+  using down =
+      mosaiq::resize_nearest<resize_config{.mode = resize_mode::half_pixel, .out_height = 5, .out_width = 3}, i8>;
+  std::mt19937 rng(6);
+  for (const shape in_dims : {shape{7, 10, 3}, shape{5, 3, 3}, shape{2, 1, 3}}) {
+    placed_tensor<i8> in(in_dims, 2, 1, 1), out(down::output_shape(in_dims), 2, 2, 0),
+        expected(down::output_shape(in_dims), 2, 0, 0);
+    in.fill_random(rng);
+    ref::resize_nearest<i8>(tensor_view<const i8>(in.view()), expected.view(), resize_mode::half_pixel);
+    down{}(in.view(), out.view());
+    CHECK(out.values() == expected.values());
+    CHECK(out.first_damaged_canary() == -1);
+  }
 }
 
 TEST_CASE("resize_nearest equals the reference") {

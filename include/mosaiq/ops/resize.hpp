@@ -1,26 +1,54 @@
-// Quantized NHWC upsampling by an integer factor fixed at compile time:
+// Quantized NHWC bilinear and nearest resize, output size fixed at compile time or taken from the output view:
 //
 //   mosaiq::resize_bilinear<mosaiq::resize_config{.scale = 2, .mode = mosaiq::resize_mode::half_pixel}, mosaiq::u8> up;
 //   up(input, output);   // output extents: resize_bilinear<...>::output_shape(input.dims())
+//   mosaiq::resize_bilinear<{.mode = mosaiq::resize_mode::align_corners, .out_height = 129, .out_width = 129}, u8>{}(
+//       input, output);  // any ratio on each axis, up or down
+//   mosaiq::resize_bilinear<{.out_height = resize_config::from_output, .out_width = resize_config::from_output}, u8>{}(
+//       input, output);  // the output view's size, whatever it is (no output_shape())
 //   mosaiq::resize_nearest<mosaiq::resize_config{.scale = 2}, mosaiq::i8>{}(input, output);
 //
-// Results equal reference::resize_bilinear / reference::resize_nearest bit for bit.
+// Results equal reference::resize_bilinear / reference::resize_nearest bit for bit. The network layers
+// (net/layers.hpp) use `.scale`.
+//
+// Bilinear, dispatched on the views' sizes at run time: ratio 1 on both axes is a copy; exactly 2x on both axes in
+// legacy or half-pixel mode runs the integer 2x kernels below when they vectorize (16+ channels, or dense rows of 1, 2,
+// 4 or 8 channels); everything else (any ratio, align_corners at any ratio including 2x, 2x with 3, 5..7 or 9..15
+// channels, where the 2x kernels would run their scalar twin) runs the float32 any-ratio kernel.
 //
 // Bilinear 2x, legacy and half-pixel: every weight is dyadic, so the reference's float32 result rounded half up is
 // the exact closed form (notes resize_softmax_anchors §1.8, docs/decisions.md "Reference resize"), computed here in
 // 16-bit integers with clamped neighbour indices (clamping reproduces the replicated edges exactly):
 //   legacy      out(2i, 2j) = a, (a+b+1)>>1 across, (a+c+1)>>1 down, (a+b+c+d+2)>>2 diagonal
 //               (the averages of two are pavgb / vrhadd; the sum of four is widened: avg(avg, avg) rounds twice);
-//   half-pixel  vertical v = 3*near_row + far_row per input pixel, then (3*v + v_neighbour + 8)>>4 per output column.
+//   half-pixel  vertical v = 3*near_row + far_row per input pixel, then (3*v + v_neighbour + 8)>>4 per output column
+//               (dense 16-channel rows: one vertical pass per vector, the neighbours shifted in from the previous one).
+// The rounding shifts are one pmulhrsw on x86 ((x * 2^(15-s) + 2^14) >> 15), vrshrn on NEON.
 // int8 runs the same arithmetic on x ^ 0x80 = x + 128: the weights sum to one, so floor(s + 128 + 1/2) =
 // floor(s + 1/2) + 128, and rounding half up commutes with the shift (tested on every closed form).
-//
 // Rows: dense rows with 1, 2, 4, 8 or 16 channels are processed as W*C contiguous bytes and the even/odd output
 // pixels are interleaved with unpack/zip of that granularity; other channel counts and strided views go pixel by
-// pixel in channel blocks of 64/32/16 bytes with a scalar channel tail. Nothing outside the views is read or written.
+// pixel in channel blocks of 64/32/16 bytes with a scalar channel tail. Rows too short for the widest vector continue
+// with narrower ones.
 //
-// Not specialized yet (explicit fallbacks to the reference, same results, reference speed): bilinear scales other
-// than 2 and align_corners at any scale (they need fixed-point weights per output index), nearest with align_corners.
+// Bilinear at any ratio (detail::any_ratio): TFLite's uint8 float32 arithmetic, operation for operation, so no
+// fixed-point shortcut can equal it (docs/decisions.md "Resize at any ratio"). Taps come from the reference's own
+// float_axis_scale / float_axis_tap. Per output row the two input rows are converted once to floats already
+// multiplied by their y weight (the reference's first products, same rounding); per output element
+//   p00 = A[lx]*wx0, p10 = B[lx]*wx0, p01 = A[ux]*wx1, p11 = B[ux]*wx1, floor(((p00 + p10) + p01) + p11 + 0.5f),
+// saturated to u8/i8. Each product passes an empty asm barrier so no compiler can contract it into an FMA.
+//   - 8 channels or more: vectors along the channels of each output pixel (16 floats on AVX-512, 8 on AVX2, 4 on
+//     NEON) with one masked/partial tail;
+//   - 1..7 channels: vectors along the flattened output row x*C + c through per-chunk index tables; where a
+//     vector's inputs fit one vector of floats (upsampling) two loads and permutes replace four gathers.
+//   Memory: no allocation and no workspace argument: about 20 KiB of stack (two rows of 1024 floats, tap and index
+//   tables) and the columns of a row in chunks (<= 128 pixels, <= 512 flattened elements, <= 1024 floats per input
+//   row segment, channels in blocks of 512), so any size runs with the network executor's workspace-free call.
+//   Builds without AVX2 or NEON (and MOSAIQ_FORCE_SCALAR) call reference::resize_bilinear.
+// Nothing outside the views is read or written; strided views work on every path.
+//
+// Nearest: pixel replication when the output is config.scale times the input (legacy, half-pixel); align_corners and
+// other sizes call reference::resize_nearest.
 #pragma once
 
 #include <algorithm>
@@ -45,10 +73,17 @@
 
 namespace mosaiq {
 
-/// Compile-time description of one upsampling layer: integer factor (both axes) and coordinate convention.
+/// Compile-time description of one resize layer: the output size and the coordinate convention.
+/// - `.scale` (default): the output is the input times an integer factor on both axes;
+/// - `.out_height`, `.out_width` > 0: a fixed output size, any ratio on each axis, up or down (`.scale` is ignored);
+/// - both `resize_config::from_output`: the output size is the output view's, fixed only at run time (the op then
+///   has no output_shape()).
 struct resize_config {
+  static constexpr int from_output = -1;
   int scale = 2;
   resize_mode mode = resize_mode::half_pixel;
+  int out_height = 0;
+  int out_width = 0;
   friend constexpr bool operator==(const resize_config&, const resize_config&) = default;
 };
 
@@ -116,9 +151,9 @@ struct sse_ops {
   }
   template <int Shift>
   static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    const __m128i half = _mm_set1_epi16(1 << (Shift - 1));
-    return _mm_packus_epi16(_mm_srli_epi16(_mm_add_epi16(lo, half), Shift),
-                            _mm_srli_epi16(_mm_add_epi16(hi, half), Shift));
+    // (x + 2^(Shift-1)) >> Shift in one pmulhrsw: (x * 2^(15-Shift) + 2^14) >> 15, exact for x < 2^16.
+    const __m128i scale = _mm_set1_epi16(1 << (15 - Shift));
+    return _mm_packus_epi16(_mm_mulhrs_epi16(lo, scale), _mm_mulhrs_epi16(hi, scale));
   }
   /// Pairs of groups of G bytes from e and o: lo = e0 o0 e1 o1 ... of the low halves, hi of the high halves
   /// (per 128-bit lane on AVX2/AVX-512).
@@ -158,9 +193,8 @@ struct avx2_ops {
   }
   template <int Shift>
   static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    const __m256i half = _mm256_set1_epi16(1 << (Shift - 1));
-    return _mm256_packus_epi16(_mm256_srli_epi16(_mm256_add_epi16(lo, half), Shift),
-                               _mm256_srli_epi16(_mm256_add_epi16(hi, half), Shift));
+    const __m256i scale = _mm256_set1_epi16(1 << (15 - Shift));  // rounding shift in one pmulhrsw, as in sse_ops
+    return _mm256_packus_epi16(_mm256_mulhrs_epi16(lo, scale), _mm256_mulhrs_epi16(hi, scale));
   }
   template <int G>
   static void unpack(reg e, reg o, reg& lo, reg& hi) noexcept {
@@ -170,6 +204,12 @@ struct avx2_ops {
     if constexpr (G == 8) lo = _mm256_unpacklo_epi64(e, o), hi = _mm256_unpackhi_epi64(e, o);
     if constexpr (G == 16) lo = e, hi = o;
   }
+  /// 16-byte pixels, one per 128-bit lane (also in widened form): the pixels one and two before `cur`'s first, taken
+  /// from `prev` (the vector before).
+  static wide_reg pixels_from_1(wide_reg prev, wide_reg cur) noexcept {
+    return _mm256_permute2x128_si256(prev, cur, 0x21);
+  }
+  static wide_reg pixels_from_2(wide_reg prev, wide_reg) noexcept { return prev; }
   // unpack works within 128-bit lanes: lane k of lo/hi holds the first/second half of input lane k's pairs.
   template <int G>
   static void store_interleaved(byte* p, reg e, reg o) noexcept {
@@ -199,9 +239,8 @@ struct avx512_ops {
   }
   template <int Shift>
   static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    const __m512i half = _mm512_set1_epi16(1 << (Shift - 1));
-    return _mm512_packus_epi16(_mm512_srli_epi16(_mm512_add_epi16(lo, half), Shift),
-                               _mm512_srli_epi16(_mm512_add_epi16(hi, half), Shift));
+    const __m512i scale = _mm512_set1_epi16(1 << (15 - Shift));  // rounding shift in one pmulhrsw, as in sse_ops
+    return _mm512_packus_epi16(_mm512_mulhrs_epi16(lo, scale), _mm512_mulhrs_epi16(hi, scale));
   }
   template <int G>
   static void unpack(reg e, reg o, reg& lo, reg& hi) noexcept {
@@ -211,6 +250,8 @@ struct avx512_ops {
     if constexpr (G == 8) lo = _mm512_unpacklo_epi64(e, o), hi = _mm512_unpackhi_epi64(e, o);
     if constexpr (G == 16) lo = e, hi = o;
   }
+  static wide_reg pixels_from_1(wide_reg prev, wide_reg cur) noexcept { return _mm512_alignr_epi64(cur, prev, 6); }
+  static wide_reg pixels_from_2(wide_reg prev, wide_reg cur) noexcept { return _mm512_alignr_epi64(cur, prev, 4); }
   // Lane k of lo/hi (128 bits each) holds the first/second half of lane k's groups; put them back in memory order.
   template <int G>
   static void store_interleaved(byte* p, reg e, reg o) noexcept {
@@ -363,6 +404,24 @@ struct vector_kernels {
       Ops::template store_interleaved<G>(r.out + 2 * j, even, odd);
     };
     std::ptrdiff_t j = std::ptrdiff_t{x_begin} * G;
+    if constexpr (Mode == resize_mode::half_pixel && G == 16 && bytes >= 32) {
+      // 16-byte pixels: one vertical pass a vector. `right` covers the pixels one after the vector's; the centres and
+      // left neighbours are the same lanes shifted in from the previous `right` (whole 128-bit lanes, so the widened
+      // halves shift alike).
+      if (j + bytes + G <= row_bytes) {
+        step(j);
+        wide previous = vertical(r.near + j + G, r.far + j + G);
+        for (j += bytes; j + bytes + G <= row_bytes; j += bytes) {
+          const wide right = vertical(r.near + j + G, r.far + j + G);
+          const wide center{Ops::pixels_from_1(previous.lo, right.lo), Ops::pixels_from_1(previous.hi, right.hi)};
+          const wide left{Ops::pixels_from_2(previous.lo, right.lo), Ops::pixels_from_2(previous.hi, right.hi)};
+          reg even, odd;
+          half_pixel(left, center, right, even, odd);
+          Ops::template store_interleaved<G>(r.out + 2 * j, even, odd);
+          previous = right;
+        }
+      }
+    }
     for (; j + bytes + G <= row_bytes; j += bytes) step(j);
     // The pixels left before the last one: one more vector ending there, overlapping pixels already written (it
     // rewrites the same values), so only the last pixel is left to the scalar twin.
@@ -410,7 +469,14 @@ inline void dense_row_with_edges(const row_pass& r) noexcept {
   // Half-pixel reads the left neighbour, so pixel 0 (clamped) goes through the scalar twin.
   const int head = Mode == resize_mode::half_pixel ? std::min(1, r.width) : 0;
   scalar_pixels<Mode, Flip>(r, 0, head, 0, G);
-  const int done = widest<Mode, Flip>::template dense_row<G>(r, head);
+  int done = widest<Mode, Flip>::template dense_row<G>(r, head);
+  // Rows too short for the widest vector (e.g. 64 bytes on AVX-512) continue with narrower ones.
+#if defined(__AVX512BW__)
+  done = vector_kernels<avx2_ops, Mode, Flip>::template dense_row<G>(r, done);
+#endif
+#if defined(__AVX2__)
+  done = vector_kernels<sse_ops, Mode, Flip>::template dense_row<G>(r, done);
+#endif
   scalar_pixels<Mode, Flip>(r, done, r.width, 0, G);
 }
 
@@ -531,6 +597,445 @@ void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out) 
   }
 }
 
+}  // namespace detail::upsample
+
+/// Bilinear at any ratio and in every mode, bit-exact with reference::resize_bilinear: the same float32 operations in
+/// the same order (see the file comment). Per call, per chunk of output columns: the x taps; per output row: the y tap
+/// and the two input rows as floats already multiplied by their y weights (the reference's first products).
+namespace detail::any_ratio {
+
+inline constexpr int row_floats = 1024;   // floats per converted input row segment (two of them: top, bottom)
+inline constexpr int max_columns = 128;   // output columns per chunk (channel path)
+inline constexpr int max_elements = 512;  // flattened output elements per chunk (small-channel path)
+inline constexpr int flat_below = 8;      // channel counts below this go along the flattened row x*C + c
+inline constexpr int max_channel_block = row_floats / 2;  // an output pixel needs two input columns
+
+/// One output column: offsets of its two input columns in the float rows (channel 0), and their weights.
+struct column {
+  int lower, upper;
+  float lower_weight, upper_weight;
+};
+
+/// The small-channel path's tables for one chunk of columns, element e = x * C + c of the flattened output row: the
+/// offsets of its two inputs relative to its vector's base, and its weights. Per vector: the base, and whether all its
+/// inputs lie in the `Lanes` floats from the base (upsampling: then two loads and permutes replace four gathers).
+template <int Lanes>
+struct flat_table {
+  alignas(64) std::int32_t lower[max_elements], upper[max_elements];
+  alignas(64) float lower_weight[max_elements], upper_weight[max_elements];
+  int base[max_elements / Lanes];
+  bool window[max_elements / Lanes];
+  int elements = 0;
+
+  /// Output column x of the chunk (elements x * channels + c) reads `col`.
+  void set(int x, const column& col, int channels) noexcept {
+    for (int c = 0; c < channels; ++c) {
+      const int e = x * channels + c;
+      lower[e] = col.lower + c, upper[e] = col.upper + c;
+      lower_weight[e] = col.lower_weight, upper_weight[e] = col.upper_weight;
+    }
+  }
+  /// After set() for `count` columns: offsets relative to each vector's base; lanes past the end read the base with
+  /// weight 0.
+  void finish(int count, int channels) noexcept {
+    elements = count * channels;
+    for (int v = 0; v * Lanes < elements; ++v) {
+      const int begin = v * Lanes, end = std::min(begin + Lanes, elements);
+      const int low = *std::min_element(lower + begin, lower + end);
+      const int high = *std::max_element(upper + begin, upper + end);
+      base[v] = low;
+      window[v] = high - low < Lanes;
+      for (int e = begin; e < begin + Lanes; ++e) {
+        const bool inside = e < end;
+        lower[e] = inside ? lower[e] - low : 0;
+        upper[e] = inside ? upper[e] - low : 0;
+        lower_weight[e] = inside ? lower_weight[e] : 0.0f;
+        upper_weight[e] = inside ? upper_weight[e] : 0.0f;
+      }
+    }
+  }
+};
+
+// Float-vector operations per ISA. `product` multiplies and then passes the result through an empty asm statement:
+// the sums below must add the products exactly as rounded to float32, and GCC contracts a multiply feeding an add
+// into an FMA whenever FMA is enabled (-ffp-contract=fast is its default in GNU mode, also for intrinsics, which are
+// plain vector arithmetic to it). The barrier makes that contraction impossible whatever flags the user builds with.
+#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512BW__)
+struct avx512_float {
+  using vf = __m512;
+  static constexpr int lanes = 16;
+  static __mmask16 mask(int n) noexcept { return static_cast<__mmask16>((1u << n) - 1u); }
+  static vf load(const float* p) noexcept { return _mm512_loadu_ps(p); }
+  static vf load(const float* p, int n) noexcept { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static vf gather(const float* base, const std::int32_t* index) noexcept {
+    return _mm512_i32gather_ps(_mm512_loadu_si512(index), base, 4);
+  }
+  /// window[index[i]] for each lane (indices below lanes).
+  static vf permute(vf window, const std::int32_t* index) noexcept {
+    return _mm512_permutexvar_ps(_mm512_loadu_si512(index), window);
+  }
+  static vf broadcast(float w) noexcept { return _mm512_set1_ps(w); }
+  static vf product(vf a, vf b) noexcept {
+    vf p = _mm512_mul_ps(a, b);
+    asm("" : "+v"(p));  // no FMA contraction: see above
+    return p;
+  }
+  static vf add(vf a, vf b) noexcept { return _mm512_add_ps(a, b); }
+  /// floor(sum + 0.5f) as int32: the conversion rounds toward -inf.
+  static __m512i rounded(vf sum) noexcept {
+    return _mm512_cvt_roundps_epi32(_mm512_add_ps(sum, _mm512_set1_ps(0.5f)),
+                                    _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  }
+  template <class T>
+  static void store(T* p, vf sum, int n = lanes) noexcept {
+    const __m512i v = rounded(sum);
+    if constexpr (std::same_as<T, u8>)
+      _mm512_mask_cvtusepi32_storeu_epi8(p, mask(n), _mm512_max_epi32(v, _mm512_setzero_si512()));
+    else
+      _mm512_mask_cvtsepi32_storeu_epi8(p, mask(n), v);
+  }
+  /// Four vectors of sums to 4 * lanes results: two packs (saturating, like the clamp) and one lane permute.
+  template <class T>
+  static void store4(T* p, vf s0, vf s1, vf s2, vf s3) noexcept {
+    const __m512i low = _mm512_packs_epi32(rounded(s0), rounded(s1)),
+                  high = _mm512_packs_epi32(rounded(s2), rounded(s3));
+    const __m512i bytes = std::same_as<T, u8> ? _mm512_packus_epi16(low, high) : _mm512_packs_epi16(low, high);
+    // 128-bit lane k holds dwords s0[k], s1[k], s2[k], s3[k] (4 results each).
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_si512(p, _mm512_permutexvar_epi32(order, bytes));
+  }
+  template <class T>
+  static vf widen(__m128i bytes) noexcept {
+    if constexpr (std::same_as<T, u8>)
+      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
+    else
+      return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+  }
+  /// dst[i] = float(src[i]) * w for i < count.
+  template <class T>
+  static void convert(const T* src, int count, float w, float* dst) noexcept {
+    const vf weight = broadcast(w);
+    int i = 0;
+    for (; i + lanes <= count; i += lanes)
+      _mm512_storeu_ps(dst + i,
+                       _mm512_mul_ps(widen<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))), weight));
+    if (i < count) {
+      const __mmask16 m = mask(count - i);
+      const __m128i bytes = _mm512_castsi512_si128(_mm512_maskz_loadu_epi8(m, src + i));
+      _mm512_mask_storeu_ps(dst + i, m, _mm512_mul_ps(widen<T>(bytes), weight));
+    }
+  }
+};
+#endif
+
+#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
+struct avx2_float {
+  using vf = __m256;
+  static constexpr int lanes = 8;
+  static __m256i mask(int n) noexcept {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static vf load(const float* p) noexcept { return _mm256_loadu_ps(p); }
+  static vf load(const float* p, int n) noexcept { return _mm256_maskload_ps(p, mask(n)); }
+  static vf gather(const float* base, const std::int32_t* index) noexcept {
+    return _mm256_i32gather_ps(base, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(index)), 4);
+  }
+  static vf permute(vf window, const std::int32_t* index) noexcept {
+    return _mm256_permutevar8x32_ps(window, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(index)));
+  }
+  static vf broadcast(float w) noexcept { return _mm256_set1_ps(w); }
+  static vf product(vf a, vf b) noexcept {
+    vf p = _mm256_mul_ps(a, b);
+    asm("" : "+v"(p));  // no FMA contraction: see above
+    return p;
+  }
+  static vf add(vf a, vf b) noexcept { return _mm256_add_ps(a, b); }
+  /// floor(sum + 0.5f), saturated to T, in the low 8 bytes.
+  template <class T>
+  static __m128i narrowed(vf sum) noexcept {
+    const __m256i v = rounded(sum);
+    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    if constexpr (std::same_as<T, u8>)
+      return _mm_packus_epi16(words, words);
+    else
+      return _mm_packs_epi16(words, words);
+  }
+  template <class T>
+  static void store(T* p, vf sum) noexcept {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), narrowed<T>(sum));
+  }
+  static __m256i rounded(vf sum) noexcept {
+    return _mm256_cvtps_epi32(_mm256_floor_ps(_mm256_add_ps(sum, _mm256_set1_ps(0.5f))));
+  }
+  /// Four vectors of sums to 32 results: two packs (saturating, like the clamp) and one lane permute.
+  template <class T>
+  static void store4(T* p, vf s0, vf s1, vf s2, vf s3) noexcept {
+    const __m256i low = _mm256_packs_epi32(rounded(s0), rounded(s1));
+    const __m256i high = _mm256_packs_epi32(rounded(s2), rounded(s3));
+    const __m256i bytes = std::same_as<T, u8> ? _mm256_packus_epi16(low, high) : _mm256_packs_epi16(low, high);
+    // 128-bit lane k holds dwords s0[k], s1[k], s2[k], s3[k] (4 results each).
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permutevar8x32_epi32(bytes, order));
+  }
+  template <class T>
+  static void store(T* p, vf sum, int n) noexcept {
+    alignas(16) T bytes[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(bytes), narrowed<T>(sum));
+    std::memcpy(p, bytes, static_cast<std::size_t>(n) * sizeof(T));
+  }
+  template <class T>
+  static void convert(const T* src, int count, float w, float* dst) noexcept {
+    const vf weight = broadcast(w);
+    int i = 0;
+    for (; i + lanes <= count; i += lanes) {
+      const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i));
+      const __m256i words = std::same_as<T, u8> ? _mm256_cvtepu8_epi32(bytes) : _mm256_cvtepi8_epi32(bytes);
+      _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(words), weight));
+    }
+    for (; i < count; ++i) dst[i] = static_cast<float>(src[i]) * w;
+  }
+};
+#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON)
+struct neon_float {
+  using vf = float32x4_t;
+  static constexpr int lanes = 4;
+  static vf load(const float* p) noexcept { return vld1q_f32(p); }
+  static vf load(const float* p, int n) noexcept {
+    float lanes_in[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    std::memcpy(lanes_in, p, static_cast<std::size_t>(n) * sizeof(float));
+    return vld1q_f32(lanes_in);
+  }
+  static vf gather(const float* base, const std::int32_t* index) noexcept {
+    vf v = vld1q_dup_f32(base + index[0]);
+    v = vld1q_lane_f32(base + index[1], v, 1);
+    v = vld1q_lane_f32(base + index[2], v, 2);
+    return vld1q_lane_f32(base + index[3], v, 3);
+  }
+  static vf permute(vf window, const std::int32_t* index) noexcept {
+    float lanes_in[4];
+    vst1q_f32(lanes_in, window);
+    return gather(lanes_in, index);
+  }
+  static vf broadcast(float w) noexcept { return vdupq_n_f32(w); }
+  static vf product(vf a, vf b) noexcept {
+    vf p = vmulq_f32(a, b);
+    asm("" : "+w"(p));  // no FMA contraction: see above
+    return p;
+  }
+  static vf add(vf a, vf b) noexcept { return vaddq_f32(a, b); }
+  /// floor(sum + 0.5f), saturated to T, in the low 4 bytes.
+  template <class T>
+  static std::uint32_t narrowed(vf sum) noexcept {
+    const vf half_up = vaddq_f32(sum, vdupq_n_f32(0.5f));
+#if defined(__aarch64__)
+    const int32x4_t v = vcvtmq_s32_f32(half_up);
+#else
+    // ARMv7 converts toward zero only: one less where that rounded up (negative non-integers).
+    const int32x4_t truncated = vcvtq_s32_f32(half_up);
+    const int32x4_t v = vaddq_s32(truncated, vreinterpretq_s32_u32(vcgtq_f32(vcvtq_f32_s32(truncated), half_up)));
+#endif
+    const int16x4_t half = vqmovn_s32(v);
+    const int16x8_t words = vcombine_s16(half, half);
+    uint8x8_t bytes;
+    if constexpr (std::same_as<T, u8>)
+      bytes = vqmovun_s16(words);
+    else
+      bytes = vreinterpret_u8_s8(vqmovn_s16(words));
+    return vget_lane_u32(vreinterpret_u32_u8(bytes), 0);
+  }
+  template <class T>
+  static void store(T* p, vf sum, int n = lanes) noexcept {
+    const std::uint32_t bytes = narrowed<T>(sum);
+    std::memcpy(p, &bytes, static_cast<std::size_t>(n));
+  }
+  template <class T>
+  static void store4(T* p, vf s0, vf s1, vf s2, vf s3) noexcept {
+    store<T>(p, s0), store<T>(p + 4, s1), store<T>(p + 8, s2), store<T>(p + 12, s3);
+  }
+  template <class T>
+  static void convert(const T* src, int count, float w, float* dst) noexcept {
+    int i = 0;
+    for (; i + 8 <= count; i += 8) {
+      float32x4_t lo, hi;
+      if constexpr (std::same_as<T, u8>) {
+        const uint16x8_t words = vmovl_u8(vld1_u8(src + i));
+        lo = vcvtq_f32_u32(vmovl_u16(vget_low_u16(words)));
+        hi = vcvtq_f32_u32(vmovl_u16(vget_high_u16(words)));
+      } else {
+        const int16x8_t words = vmovl_s8(vld1_s8(src + i));
+        lo = vcvtq_f32_s32(vmovl_s16(vget_low_s16(words)));
+        hi = vcvtq_f32_s32(vmovl_s16(vget_high_s16(words)));
+      }
+      vst1q_f32(dst + i, vmulq_n_f32(lo, w));
+      vst1q_f32(dst + i + 4, vmulq_n_f32(hi, w));
+    }
+    for (; i < count; ++i) dst[i] = static_cast<float>(src[i]) * w;
+  }
+};
+#endif
+
+#if defined(MOSAIQ_FORCE_SCALAR)
+inline constexpr bool has_kernel = false;
+#elif defined(__AVX512BW__)
+inline constexpr bool has_kernel = true;
+using float_ops = avx512_float;
+#elif defined(__AVX2__)
+inline constexpr bool has_kernel = true;
+using float_ops = avx2_float;
+#elif defined(__ARM_NEON)
+inline constexpr bool has_kernel = true;
+using float_ops = neon_float;
+#else
+inline constexpr bool has_kernel = false;
+#endif
+
+#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+template <quantized_element T>
+class kernel {
+  using F = float_ops;
+  using vf = typename F::vf;
+  static constexpr int lanes = F::lanes;
+
+  /// The four products and their sum, in the reference's order: ((p00 + p10) + p01) + p11.
+  static vf blend(vf top_lower, vf bottom_lower, vf top_upper, vf bottom_upper, vf lower_weight,
+                  vf upper_weight) noexcept {
+    const vf p00 = F::product(top_lower, lower_weight);
+    const vf p10 = F::product(bottom_lower, lower_weight);
+    const vf p01 = F::product(top_upper, upper_weight);
+    const vf p11 = F::product(bottom_upper, upper_weight);
+    return F::add(F::add(F::add(p00, p10), p01), p11);
+  }
+
+ public:
+  static void run(const tensor_view<const T>& in, const tensor_view<T>& out, resize_mode mode) noexcept {
+    // Stack, not a workspace: about 20 KiB whatever the shape (the rows are processed in chunks of columns), so the
+    // op keeps the workspace-free signature of the 2x kernels and of the network executor.
+    // The rows have a vector of slack: a window load from the last base may run past the span (its extra lanes are
+    // never selected).
+    alignas(64) float rows[2][row_floats + lanes];
+    alignas(64) column columns[max_columns];
+    flat_table<lanes> table;
+    alignas(64) T staged[max_elements + 64];
+
+    const int channels = in.channels();
+    const float scale_y = reference::detail::float_axis_scale(in.height(), out.height(), mode);
+    const float scale_x = reference::detail::float_axis_scale(in.width(), out.width(), mode);
+    const bool flat = channels < flat_below;
+    const std::ptrdiff_t in_pixel = in.pixel_stride(), out_pixel = out.pixel_stride();
+
+    for (int c0 = 0; c0 < channels; c0 += max_channel_block) {
+      const int block = std::min(channels - c0, max_channel_block);
+      const bool contiguous_in = in_pixel == block;  // the columns' channels [c0, c0 + block) are one run
+      const int max_span = row_floats / block;       // input columns a chunk may read
+      const int chunk_limit = flat ? max_elements / block : max_columns;
+      for (int x_begin = 0; x_begin < out.width();) {
+        // The chunk: output columns [x_begin, x_end) reading input columns [first, last].
+        const reference::detail::float_tap head = reference::detail::float_axis_tap(x_begin, scale_x, mode, in.width());
+        const int first = head.lower;
+        int last = first, count = 0;
+        for (int x = x_begin; x < out.width() && count < chunk_limit; ++x) {
+          const reference::detail::float_tap t =
+              x == x_begin ? head : reference::detail::float_axis_tap(x, scale_x, mode, in.width());
+          if (t.upper - first + 1 > max_span) break;
+          last = std::max(last, t.upper);
+          const column col{(t.lower - first) * block, (t.upper - first) * block, t.lower_weight, t.upper_weight};
+          if (flat)
+            table.set(count++, col, block);
+          else
+            columns[count++] = col;
+        }
+        const int span = last - first + 1;
+        if (flat) table.finish(count, block);
+        for (int n = 0; n < out.batch(); ++n) {
+          for (int y = 0; y < out.height(); ++y) {
+            const reference::detail::float_tap ty = reference::detail::float_axis_tap(y, scale_y, mode, in.height());
+            const int source_rows[2] = {ty.lower, ty.upper};
+            const float row_weights[2] = {ty.lower_weight, ty.upper_weight};
+            for (int r = 0; r < 2; ++r) {
+              const T* source = in.pixel(n, source_rows[r], first) + c0;
+              if (contiguous_in) {
+                F::template convert<T>(source, span * block, row_weights[r], rows[r]);
+              } else {
+                for (int x = 0; x < span; ++x)
+                  F::template convert<T>(source + x * in_pixel, block, row_weights[r], rows[r] + x * block);
+              }
+            }
+            T* target = out.pixel(n, y, x_begin) + c0;
+            if (flat)
+              flat_row(rows[0], rows[1], table, block, out_pixel, staged, target);
+            else
+              channel_row(rows[0], rows[1], columns, count, block, out_pixel, target);
+          }
+        }
+        x_begin += count;
+      }
+    }
+  }
+
+  /// Few channels: vectors along the flattened output row, inputs gathered through the chunk's index tables.
+  static void flat_row(const float* top, const float* bottom, const flat_table<lanes>& table, int block,
+                       std::ptrdiff_t out_pixel, T* staged, T* target) noexcept {
+    const bool dense = out_pixel == block;
+    const int elements = table.elements;
+    T* results = dense ? target : staged;
+    const auto sum = [&](int v) noexcept {
+      const int e = v * lanes;
+      const float *t = top + table.base[v], *b = bottom + table.base[v];
+      const std::int32_t *lower = table.lower + e, *upper = table.upper + e;
+      vf tl, bl, tu, bu;
+      if (table.window[v]) {
+        const vf top_window = F::load(t), bottom_window = F::load(b);
+        tl = F::permute(top_window, lower), bl = F::permute(bottom_window, lower);
+        tu = F::permute(top_window, upper), bu = F::permute(bottom_window, upper);
+      } else {
+        tl = F::gather(t, lower), bl = F::gather(b, lower), tu = F::gather(t, upper), bu = F::gather(b, upper);
+      }
+      return blend(tl, bl, tu, bu, F::load(table.lower_weight + e), F::load(table.upper_weight + e));
+    };
+    int v = 0;
+    for (; (v + 4) * lanes <= elements; v += 4)
+      F::template store4<T>(results + v * lanes, sum(v), sum(v + 1), sum(v + 2), sum(v + 3));
+    for (; v * lanes < elements; ++v) {
+      const int e = v * lanes;
+      if (e + lanes <= elements || !dense)
+        F::template store<T>(results + e, sum(v));  // staged has room for a whole last vector
+      else
+        F::template store<T>(results + e, sum(v), elements - e);
+    }
+    if (!dense)
+      for (int x = 0; x < elements / block; ++x)
+        std::memcpy(target + x * out_pixel, staged + x * block, static_cast<std::size_t>(block) * sizeof(T));
+  }
+
+  /// Many channels: per output pixel, vectors along the channels with one partial tail.
+  static void channel_row(const float* top, const float* bottom, const column* columns, int count, int block,
+                          std::ptrdiff_t out_pixel, T* target) noexcept {
+    for (int x = 0; x < count; ++x) {
+      const column& col = columns[x];
+      const vf w0 = F::broadcast(col.lower_weight), w1 = F::broadcast(col.upper_weight);
+      const float *top_lower = top + col.lower, *bottom_lower = bottom + col.lower;
+      const float *top_upper = top + col.upper, *bottom_upper = bottom + col.upper;
+      T* result = target + x * out_pixel;
+      int c = 0;
+      for (; c + lanes <= block; c += lanes)
+        F::template store<T>(result + c, blend(F::load(top_lower + c), F::load(bottom_lower + c),
+                                               F::load(top_upper + c), F::load(bottom_upper + c), w0, w1));
+      if (c < block) {
+        const int n = block - c;
+        F::template store<T>(result + c,
+                             blend(F::load(top_lower + c, n), F::load(bottom_lower + c, n), F::load(top_upper + c, n),
+                                   F::load(bottom_upper + c, n), w0, w1),
+                             n);
+      }
+    }
+  }
+};
+#endif
+
+}  // namespace detail::any_ratio
+
+namespace detail::upsample {
+
 template <quantized_element T>
 bool check_upsample_views(const tensor_view<const T>& in, const tensor_view<T>& out, shape expected, const char* what) {
   if (!check_view(in, what) || !check_view(out, what)) return false;
@@ -539,60 +1044,121 @@ bool check_upsample_views(const tensor_view<const T>& in, const tensor_view<T>& 
 
 }  // namespace detail::upsample
 
-/// Bilinear upsampling by the integer factor Cfg.scale; see the file comment for what is specialized.
-template <resize_config Cfg, quantized_element T>
-class resize_bilinear {
-  static_assert(Cfg.scale >= 1, "resize_bilinear: scale must be a positive integer");
+namespace detail::upsample {
 
- public:
-  static constexpr resize_config config = Cfg;
-  /// True when the run uses the exact 2x integer kernels; otherwise it calls reference::resize_bilinear.
-  static constexpr bool specialized = Cfg.scale == 2 && Cfg.mode != resize_mode::align_corners;
+/// What a config asks for; static_assert messages say what to change.
+template <resize_config Cfg>
+struct sizing {
+  static_assert((Cfg.out_height == 0) == (Cfg.out_width == 0),
+                "resize_config: set both out_height and out_width, or neither (then .scale applies)");
+  static_assert((Cfg.out_height == resize_config::from_output) == (Cfg.out_width == resize_config::from_output),
+                "resize_config: from_output must be given for both out_height and out_width");
+  static_assert(Cfg.out_height >= resize_config::from_output && Cfg.out_width >= resize_config::from_output,
+                "resize_config: out_height and out_width are positive, 0 (use .scale) or from_output");
+  static_assert(Cfg.out_height != 0 || Cfg.scale >= 1, "resize_config: scale must be a positive integer");
+  static constexpr bool from_output = Cfg.out_height == resize_config::from_output;
+  static constexpr bool fixed = Cfg.out_height > 0;
 
   static constexpr shape output_shape(shape in) noexcept {
-    return {in.height * Cfg.scale, in.width * Cfg.scale, in.channels};
+    if constexpr (fixed)
+      return {Cfg.out_height, Cfg.out_width, in.channels};
+    else
+      return {in.height * Cfg.scale, in.width * Cfg.scale, in.channels};
   }
-
-  /// Runs on every image of the batch; views may be strided. Misuse (extents other than output_shape(in), batch
-  /// mismatch, invalid views) is reported through mosaiq::require and leaves `out` untouched.
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<const T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
-
-  static void run(tensor_view<const T> in, tensor_view<T> out) {
-    if (!detail::upsample::check_upsample_views(in, out, output_shape(in.dims()),
-                                                "resize_bilinear: output must be the input scaled by config.scale "
-                                                "with the same batch and channels"))
-      return;
-    if (out.dims().elements() == 0) return;
-    if constexpr (Cfg.scale == 1) {
-      reference::resize_nearest<T>(in, out, resize_mode::legacy);  // identity: a copy honouring both strides
-    } else if constexpr (specialized) {
-      detail::upsample::bilinear_2x<Cfg.mode, T>(in, out);
-    } else {
-      // Explicit fallback: other factors and align_corners need per-index fixed-point weights (not written yet).
-      reference::resize_bilinear<T>(in, out, Cfg.mode);
-    }
+  /// Reports misuse through mosaiq::require; true when the views may be resized.
+  template <quantized_element T>
+  static bool check(const tensor_view<const T>& in, const tensor_view<T>& out, const char* what) {
+    if constexpr (!from_output)
+      if (!check_upsample_views(in, out, output_shape(in.dims()), what)) return false;
+    return reference::detail::check_resize_views(in, out);
   }
 };
 
-/// Nearest-neighbour upsampling by the integer factor Cfg.scale (pixel replication).
+/// Bilinear at the views' sizes: a copy at ratio 1, the exact 2x kernels when both axes are exactly 2x (legacy and
+/// half-pixel), the float32 any-ratio kernel otherwise (the reference on builds without AVX2 or NEON).
+template <resize_mode Mode, quantized_element T>
+void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out) {
+  if (out.height() == in.height() && out.width() == in.width()) {
+    reference::resize_nearest<T>(in, out, resize_mode::legacy);  // every mode is the identity: a strided copy
+    return;
+  }
+  if constexpr (Mode != resize_mode::align_corners) {
+    if (out.height() == 2 * in.height() && out.width() == 2 * in.width()) {
+#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+      // The 2x kernels vectorize 16+ channels and dense rows of 1, 2, 4 or 8; with other channel counts they run the
+      // scalar twin on every channel (or tail) and the float kernel is 2-4x faster (same results).
+      const int c = in.channels();
+      if (c >= 16 || (in.is_dense() && out.is_dense() && (c == 1 || c == 2 || c == 4 || c == 8))) {
+        bilinear_2x<Mode, T>(in, out);
+        return;
+      }
+#else
+      bilinear_2x<Mode, T>(in, out);
+      return;
+#endif
+    }
+  }
+#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+  any_ratio::kernel<T>::run(in, out, Mode);
+#else
+  reference::resize_bilinear<T>(in, out, Mode);
+#endif
+}
+
+}  // namespace detail::upsample
+
+/// Bilinear resize to the size Cfg describes (any ratio); see the file comment for what is specialized.
 template <resize_config Cfg, quantized_element T>
-class resize_nearest {
-  static_assert(Cfg.scale >= 1, "resize_nearest: scale must be a positive integer");
+class resize_bilinear {
+  using sizing = detail::upsample::sizing<Cfg>;
 
  public:
   static constexpr resize_config config = Cfg;
-  /// True when the run replicates pixels directly; align_corners calls reference::resize_nearest.
-  static constexpr bool specialized = Cfg.mode != resize_mode::align_corners;
+  /// True when no output goes through reference::resize_bilinear: SIMD builds (AVX2, AVX-512, NEON) run a kernel for
+  /// every ratio and mode; scalar builds keep the integer 2x kernels and call the reference for the rest.
+  static constexpr bool specialized =
+      detail::any_ratio::has_kernel ||
+      (!sizing::from_output && !sizing::fixed && Cfg.scale <= 2 && Cfg.mode != resize_mode::align_corners);
 
-  static constexpr shape output_shape(shape in) noexcept {
-    return {in.height * Cfg.scale, in.width * Cfg.scale, in.channels};
+  static constexpr shape output_shape(shape in) noexcept requires(!sizing::from_output) {
+    return sizing::output_shape(in);
+  }
+
+  /// Runs on every image of the batch; views may be strided. Misuse (extents other than output_shape(in), batch
+  /// or channel mismatch, invalid views, an empty input for a non-empty output) is reported through mosaiq::require
+  /// and leaves `out` untouched.
+  template <class InExtents, class OutExtents>
+  void operator()(tensor_view<const T, InExtents> in, tensor_view<T, OutExtents> out) const {
+    run(tensor_view<const T>(in), tensor_view<T>(out));
+  }
+  template <class InExtents, class OutExtents>
+  void operator()(tensor_view<T, InExtents> in, tensor_view<T, OutExtents> out) const {
+    run(tensor_view<const T>(in), tensor_view<T>(out));
+  }
+
+  static void run(tensor_view<const T> in, tensor_view<T> out) {
+    if (!sizing::check(in, out,
+                       "resize_bilinear: output must have the size the config gives (input scaled by config.scale, "
+                       "or out_height x out_width) with the same batch and channels"))
+      return;
+    if (out.dims().elements() == 0) return;
+    detail::upsample::bilinear<Cfg.mode, T>(in, out);
+  }
+};
+
+/// Nearest-neighbour resize to the size Cfg describes (pixel replication at integer factors).
+template <resize_config Cfg, quantized_element T>
+class resize_nearest {
+  using sizing = detail::upsample::sizing<Cfg>;
+
+ public:
+  static constexpr resize_config config = Cfg;
+  /// True when the run replicates pixels directly at the integer factor config.scale; align_corners and other sizes
+  /// call reference::resize_nearest.
+  static constexpr bool specialized = !sizing::from_output && !sizing::fixed && Cfg.mode != resize_mode::align_corners;
+
+  static constexpr shape output_shape(shape in) noexcept requires(!sizing::from_output) {
+    return sizing::output_shape(in);
   }
 
   template <class InExtents, class OutExtents>
@@ -605,15 +1171,16 @@ class resize_nearest {
   }
 
   static void run(tensor_view<const T> in, tensor_view<T> out) {
-    if (!detail::upsample::check_upsample_views(in, out, output_shape(in.dims()),
-                                                "resize_nearest: output must be the input scaled by config.scale "
-                                                "with the same batch and channels"))
+    if (!sizing::check(in, out,
+                       "resize_nearest: output must have the size the config gives (input scaled by config.scale, "
+                       "or out_height x out_width) with the same batch and channels"))
       return;
     if (out.dims().elements() == 0) return;
-    if constexpr (specialized) {
-      detail::upsample::nearest_integer<Cfg.scale, T>(in, out);
+    constexpr int s = Cfg.scale >= 1 ? Cfg.scale : 1;
+    if (Cfg.mode != resize_mode::align_corners && out.height() == s * in.height() && out.width() == s * in.width()) {
+      detail::upsample::nearest_integer<s, T>(in, out);
     } else {
-      // Explicit fallback: align_corners rounds o * (in-1)/(out-1), which is not o / scale.
+      // align_corners rounds o * (in-1)/(out-1), which is not o / scale; other sizes are not integer factors.
       reference::resize_nearest<T>(in, out, Cfg.mode);
     }
   }
