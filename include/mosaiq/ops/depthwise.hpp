@@ -22,11 +22,13 @@
 // channels, four blocks in a permuted lane order (channel_position) that the 64-byte unpacks of
 // the build produce and the saturating packs of the output undo; requantization there is one
 // 64-bit product per lane (simd::avx512::multiply_by_nonnegative_multiplier) whenever the scales
-// allow it, the general form otherwise. Built rows sit in a
-// ring and serve every output row that needs them (row reuse); rows above/below the image map to
-// one constant row. Output columns go in a main tile of `tile.w` pixels plus a compile-time
-// cascade of smaller tiles for the remainder; channel tails use masked or staged loads/stores, so
-// nothing outside the views is read or written.
+// allow it, the general form otherwise. Narrow layers (<= 32 channels) pack 2 or 4 neighbouring
+// output pixels into one 64-lane job; at stride 1 over dense pixels the build then reads each
+// tap's pixels as one contiguous 64-byte run (interleave_runs) instead of merging masked loads.
+// Built rows sit in a ring and serve every output row that needs them (row reuse); rows
+// above/below the image map to one constant row. Output columns go in a main tile of `tile.w`
+// pixels plus a compile-time cascade of smaller tiles for the remainder; channel tails use masked
+// or staged loads/stores, so nothing outside the views is read or written.
 #pragma once
 
 #include <algorithm>
@@ -284,9 +286,19 @@ struct vnni_path {
   using weight_type = std::int8_t;
   static constexpr int blocks = job_channels / block;  // 16-lane blocks per job
 
-  // 64 channels per step: the 8-bit then 16-bit unpacks of the four tap vectors give, per 128-bit
-  // lane L and output vector j, the 4 taps of channels 16L + 4j .. 16L + 4j + 3, which is block j
-  // of the job in channel_position order.
+  // The 8-bit then 16-bit unpacks of four tap vectors give, per 128-bit lane L and output vector
+  // j, the 4 taps of lanes 16L + 4j .. 16L + 4j + 3, which is block j of the job in
+  // channel_position order; the four vectors go to dst[0, 256).
+  [[gnu::always_inline]] static void emit(const __m512i (&v)[group_taps], std::uint8_t* dst) noexcept {
+    const __m512i ab_lo = _mm512_unpacklo_epi8(v[0], v[1]), ab_hi = _mm512_unpackhi_epi8(v[0], v[1]);
+    const __m512i cd_lo = _mm512_unpacklo_epi8(v[2], v[3]), cd_hi = _mm512_unpackhi_epi8(v[2], v[3]);
+    _mm512_storeu_si512(dst, _mm512_unpacklo_epi16(ab_lo, cd_lo));
+    _mm512_storeu_si512(dst + 64, _mm512_unpackhi_epi16(ab_lo, cd_lo));
+    _mm512_storeu_si512(dst + 128, _mm512_unpacklo_epi16(ab_hi, cd_hi));
+    _mm512_storeu_si512(dst + 192, _mm512_unpackhi_epi16(ab_hi, cd_hi));
+  }
+
+  // 64 channels per step (emit).
   static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst, int channels,
                          int padded_channels, std::uint8_t flip) noexcept {
     const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
@@ -296,15 +308,20 @@ struct vnni_path {
       const auto load = [&](const std::uint8_t* p) {
         return _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, p + c), flip_bits);
       };
-      const __m512i a = load(src[0]), b = load(src[1]), c2 = load(src[2]), d = load(src[3]);
-      const __m512i ab_lo = _mm512_unpacklo_epi8(a, b), ab_hi = _mm512_unpackhi_epi8(a, b);
-      const __m512i cd_lo = _mm512_unpacklo_epi8(c2, d), cd_hi = _mm512_unpackhi_epi8(c2, d);
-      std::uint8_t* out = dst + c * group_taps;
-      _mm512_storeu_si512(out, _mm512_unpacklo_epi16(ab_lo, cd_lo));
-      _mm512_storeu_si512(out + 64, _mm512_unpackhi_epi16(ab_lo, cd_lo));
-      _mm512_storeu_si512(out + 128, _mm512_unpacklo_epi16(ab_hi, cd_hi));
-      _mm512_storeu_si512(out + 192, _mm512_unpackhi_epi16(ab_hi, cd_hi));
+      const __m512i v[group_taps] = {load(src[0]), load(src[1]), load(src[2]), load(src[3])};
+      emit(v, dst + c * group_taps);
     }
+  }
+
+  // Narrow dense layers at stride 1: the `pixels` neighbouring source pixels of tap t are one
+  // contiguous 64-byte run at src[t] (nullptr: a tap past KW, whose zero weights ignore it).
+  static void interleave_runs(const std::uint8_t* const src[group_taps], std::uint8_t* dst,
+                              std::uint8_t flip) noexcept {
+    const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
+    __m512i v[group_taps];
+    for (int t = 0; t < group_taps; ++t)
+      v[t] = src[t] != nullptr ? _mm512_xor_si512(_mm512_loadu_si512(src[t]), flip_bits) : flip_bits;
+    emit(v, dst);
   }
 
   // pixels (2 or 4) sub-vectors of `width` lanes, sub-vector k read from src[k][t]: the masked
@@ -321,12 +338,7 @@ struct vnni_path {
         v[t] = _mm512_mask_loadu_epi8(v[t], sub << (k * width), src[k][t] - k * width);
       v[t] = _mm512_xor_si512(v[t], flip_bits);
     }
-    const __m512i ab_lo = _mm512_unpacklo_epi8(v[0], v[1]), ab_hi = _mm512_unpackhi_epi8(v[0], v[1]);
-    const __m512i cd_lo = _mm512_unpacklo_epi8(v[2], v[3]), cd_hi = _mm512_unpackhi_epi8(v[2], v[3]);
-    _mm512_storeu_si512(dst, _mm512_unpacklo_epi16(ab_lo, cd_lo));
-    _mm512_storeu_si512(dst + 64, _mm512_unpackhi_epi16(ab_lo, cd_lo));
-    _mm512_storeu_si512(dst + 128, _mm512_unpacklo_epi16(ab_hi, cd_hi));
-    _mm512_storeu_si512(dst + 192, _mm512_unpackhi_epi16(ab_hi, cd_hi));
+    emit(v, dst);
   }
 
   // simd::avx512::multiply_by_nonnegative_multiplier with the zero point already in the offsets
@@ -875,8 +887,24 @@ class depthwise {
       const int pixels = detail::dw::pixels_per_job(oc);
       if (pixels > 1) {
         const int out_width = output_shape(in.dims()).width;
+        // Stride 1 over densely packed pixels: a job column's sources per tap are one 64-byte run.
+        const bool runs = Cfg.stride.w == 1 && source_stride == oc && oc * pixels == job_channels;
         for (int ox = 0; ox < l.out_w; ++ox)
           for (int g = 0; g < groups; ++g) {
+            if (runs && (ox + 1) * pixels <= out_width) {
+              const std::uint8_t* starts[detail::dw::group_taps];
+              bool inside = true;
+              for (int t = 0; t < detail::dw::group_taps; ++t) {
+                const int tap = g * detail::dw::group_taps + t, ix = ox * pixels - pad_left + tap * Cfg.dilation.w;
+                const bool in_image = ix >= 0 && ix + pixels <= in.width();
+                starts[t] = tap < kw && in_image ? source + ix * source_stride : nullptr;
+                inside = inside && (tap >= kw || in_image);
+              }
+              if (inside) {
+                path::interleave_runs(starts, row + (ox * groups + g) * column_bytes, flip);
+                continue;
+              }
+            }
             const std::uint8_t* taps[4][detail::dw::group_taps];
             for (int k = 0; k < pixels; ++k)
               for (int t = 0; t < detail::dw::group_taps; ++t) {
