@@ -212,10 +212,12 @@ template <class Ops, bool Full, int Rows, int Cols, quantized_element T>
     cols = Cols;
   }
   const auto load = [n](const T* p) {
-    if constexpr (Full)
+    if constexpr (Full) {
+      static_cast<void>(n);  // captured for the partial form only (clang warns on an unused capture)
       return Ops::load(p);
-    else
+    } else {
       return Ops::load(p, n);
+    }
   };
   typename Ops::vec acc = load(in);
   for (int y = 0; y < rows; ++y)
