@@ -61,18 +61,22 @@ int extreme_zero_point(std::mt19937& rng, int variant) {
   }
 }
 
-/// `act` and `amplify` select the epilogue variants: an activation clamp keeps the zero point out of
-/// the rounding offsets, amplify > 1 makes multipliers above one (left shifts).
+/// `act`, `amplify` and `zero_point_at_min` select the epilogue variants: an activation clamp keeps
+/// the zero point out of the rounding offsets, amplify > 1 makes multipliers above one (left
+/// shifts), an output zero point at the type's minimum (TFLite's ReLU outputs) drops the sign blend.
 template <rounding R, class T>
 conv_requant random_requant(std::mt19937& rng, int output_channels, int input_zp, int filter_zp, int k,
-                            activation act = activation::none, float amplify = 1.0f) {
+                            activation act = activation::none, float amplify = 1.0f,
+                            bool zero_point_at_min = false) {
   std::uniform_real_distribution<float> scale(0.5f, 2.0f);
   const quant_params input{0.02f * scale(rng), input_zp};
   // Output scale grows with sqrt(K) so that outputs spread over the range instead of saturating.
   const float spread = std::sqrt(static_cast<float>(k));
-  const quant_params output{0.01f * spread * scale(rng) / amplify,
-                            std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1,
-                                                               element_traits<T>::max / 2)(rng)};
+  const int output_zp =
+      zero_point_at_min
+          ? element_traits<T>::min
+          : std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1, element_traits<T>::max / 2)(rng);
+  const quant_params output{0.01f * spread * scale(rng) / amplify, output_zp};
   std::vector<float> filter_scales;
   if constexpr (std::same_as<T, u8>)
     filter_scales.push_back(0.004f * scale(rng));
@@ -154,9 +158,12 @@ void check_pointwise_grid(std::uint32_t seed) {
       // (left shifts) for the other requantization variants.
       const activation act = variant % 4 == 1 ? activation::relu6 : activation::none;
       const float amplify = variant % 5 == 2 ? 3000.0f : 1.0f;
+      const bool zero_point_at_min = variant % 3 == 1;
       CAPTURE(static_cast<int>(act));
       CAPTURE(amplify);
-      const conv_requant q = random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, ic, act, amplify);
+      CAPTURE(zero_point_at_min);
+      const conv_requant q =
+          random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, ic, act, amplify, zero_point_at_min);
       REQUIRE(!q.scales.empty());
 
       const bool strided = variant % 3 == 0;

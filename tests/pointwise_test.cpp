@@ -77,15 +77,18 @@ int pick_zero_point(std::mt19937& rng, int variant) {
   }
 }
 
-/// amplify > 1 makes real multipliers above one (left shifts: the epilogues' lanes_left variant).
+/// amplify > 1 makes real multipliers above one (left shifts: the epilogues' lanes_left variant);
+/// zero_point_at_min gives the output zero point of a ReLU output as TFLite quantizes it (the
+/// type's minimum: the sign-free epilogue where the clamp is the full range).
 template <rounding R, class T>
 conv_requant random_requant(std::mt19937& rng, int output_channels, int input_zp, int filter_zp, activation act,
-                            float amplify = 1.0f) {
+                            float amplify = 1.0f, bool zero_point_at_min = false) {
   std::uniform_real_distribution<float> scale(0.5f, 2.0f);
   const quant_params input{0.02f * scale(rng), input_zp};
-  const quant_params output{
-      0.05f * scale(rng) / amplify,
-      std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1, element_traits<T>::max / 2)(rng)};
+  const int output_zp = zero_point_at_min ? element_traits<T>::min
+                                          : std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1,
+                                                                               element_traits<T>::max / 2)(rng);
+  const quant_params output{0.05f * scale(rng) / amplify, output_zp};
   std::vector<float> filter_scales;
   if constexpr (std::same_as<T, u8>)
     filter_scales.push_back(0.004f * scale(rng));
@@ -140,8 +143,11 @@ void check_grid(std::uint32_t seed) {
     // Every fifth case has multipliers above one; the activation decides whether the epilogue may
     // fold the zero point (none) or must clamp.
     const float amplify = variant % 5 == 3 ? 3000.0f : 1.0f;
+    const bool zero_point_at_min = variant % 3 == 0;
     CAPTURE(amplify);
-    const conv_requant q = random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, Cfg.act, amplify);
+    CAPTURE(zero_point_at_min);
+    const conv_requant q =
+        random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, Cfg.act, amplify, zero_point_at_min);
     REQUIRE(!q.scales.empty());
 
     const int in_stride = ic + (rc.strided_views ? 5 : 0);

@@ -341,23 +341,6 @@ struct vnni_path {
     emit(v, dst);
   }
 
-  // simd::avx512::multiply_by_nonnegative_multiplier with the zero point already in the offsets
-  // (set up by depthwise::load); Signed = false reads offset_* for every lane (no sign blend).
-  template <bool LeftShift, bool Signed>
-  [[gnu::always_inline]] static __m512i requantize_lanes(__m512i x, const simd::avx512::requant_lanes& c) noexcept {
-    if constexpr (!Signed) {
-      const auto load = [](const void* p) { return _mm512_load_si512(p); };
-      if constexpr (LeftShift) x = _mm512_sllv_epi32(x, load(c.left_shift));
-      __m512i even = _mm512_mul_epi32(x, load(c.multiplier_even));
-      __m512i odd = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), load(c.multiplier_odd));
-      even = _mm512_srav_epi64(_mm512_add_epi64(even, load(c.offset_even)), load(c.shift_even));
-      odd = _mm512_srav_epi64(_mm512_add_epi64(odd, load(c.offset_odd)), load(c.shift_odd));
-      return _mm512_mask_shuffle_epi32(even, 0xAAAA, odd, _MM_PERM_CCAA);
-    } else {
-      return simd::avx512::multiply_by_nonnegative_multiplier<LeftShift>(x, c);
-    }
-  }
-
   // flatten and always_inline lambdas: GCC 12 otherwise leaves some unroll lambdas out of line and
   // the accumulators go through memory.
   template <int KH, int G, int TW, rounding R, class T, bool SplitWeights>
@@ -401,7 +384,8 @@ struct vnni_path {
     const auto with_lanes = [&]<bool LeftShift, bool Signed>() __attribute__((always_inline)) {
       unroll<blocks>([&](auto j) __attribute__((always_inline)) {
         unroll<TW>([&](auto p) __attribute__((always_inline)) {
-          acc[p][j] = requantize_lanes<LeftShift, Signed>(acc[p][j], lanes[j]);
+          // The zero point is already in the offsets (depthwise::load); Signed = false: no sign blend.
+          acc[p][j] = simd::avx512::multiply_by_nonnegative_multiplier<LeftShift, Signed>(acc[p][j], lanes[j]);
         });
       });
     };
@@ -721,10 +705,7 @@ class depthwise {
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
     if constexpr (detail::dw::uses_vnni) {
       requant_lanes_.assign(static_cast<std::size_t>(padded / detail::dw::block), {});
-      bool supported = true, left_shift = false, sign_free = true;
-      // For x < 0 (M >= 2^30 or 0) both offsets give results <= 0, which a clamp at or above the
-      // zero point maps to clamp.min either way; single rounding has one offset anyway.
-      const bool clamp_hides_negative = q.clamp.min >= q.output_zero_point;
+      bool supported = true, left_shift = false;
       for (int at = 0; at < padded; ++at) {
         const requant_scale s{mult_[at], left_[at], right_[at]};
         supported = supported && simd::avx512::requant_lanes::supports<R>(s);
@@ -743,9 +724,10 @@ class depthwise {
         }
         *offset += static_cast<std::int64_t>(q.output_zero_point) * (std::int64_t{1} << *shift);
         *negative += static_cast<std::int64_t>(q.output_zero_point) * (std::int64_t{1} << *shift);
-        const bool normalized = s.multiplier == 0 || s.multiplier >= (std::int32_t{1} << 30);
-        sign_free = sign_free && (*offset == *negative || (normalized && clamp_hides_negative));
       }
+      bool sign_free = true;
+      for (const auto& lanes : requant_lanes_)
+        sign_free = sign_free && lanes.sign_free(q.clamp.min >= q.output_zero_point);
       using kind = detail::dw::requant_kind;
       requant_ = !supported  ? kind::general
                  : sign_free ? (left_shift ? kind::lanes_unsigned_with_left_shift : kind::lanes_unsigned)

@@ -121,8 +121,11 @@ inline constexpr int max_block_pixels = 4096;
 /// How a tile's epilogue requantizes (AVX-512 paths; the others always run `general`):
 /// requantize_epi32, or simd::avx512::requant_lanes (one 64-bit product per lane) without/with left
 /// shifts; lanes_folded: requant_lanes without left shifts, the output zero point folded into the
-/// 64-bit rounding offsets and the clamp left to saturating narrowing (no activation clamp).
-enum class epilogue_kind : std::uint8_t { general, lanes, lanes_left, lanes_folded };
+/// 64-bit rounding offsets and the clamp left to saturating narrowing (no activation clamp);
+/// lanes_folded_sign_free: lanes_folded without the sign blend, where the clamp starts at the zero
+/// point (requant_lanes::sign_free: ReLU / ReLU6 outputs quantized as TFLite does, zero point at the
+/// type's minimum).
+enum class epilogue_kind : std::uint8_t { general, lanes, lanes_left, lanes_folded, lanes_folded_sign_free };
 
 struct tile_job {
   const void* input;               // packed row of the tile's first pixel
@@ -448,9 +451,10 @@ struct vnni_path {
 #pragma GCC unroll 16
         for (int p = 0; p < MR; ++p) {
           T* const to = out + p * job.out_stride + b * block;
-          if constexpr (Q == epilogue_kind::lanes_folded) {
+          if constexpr (Q == epilogue_kind::lanes_folded || Q == epilogue_kind::lanes_folded_sign_free) {
             // Zero point in the offsets, no activation clamp: saturating narrowing is the clamp.
-            const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier<false>(acc[p][b], lanes);
+            const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier<false, Q == epilogue_kind::lanes_folded>(
+                acc[p][b], lanes);
             if constexpr (std::same_as<T, i8>)
               _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
             else
@@ -857,6 +861,9 @@ class pointwise {
             l.offset_odd[i] += zp * (std::int64_t{1} << l.shift_odd[i]);
             l.negative_offset_odd[i] += zp * (std::int64_t{1} << l.shift_odd[i]);
           }
+        bool sign_free = true;
+        for (const auto& l : lanes_) sign_free = sign_free && l.sign_free(q.clamp.min >= q.output_zero_point);
+        if (sign_free) requant_ = lane_requant::lanes_folded_sign_free;
       }
     }
 #endif
@@ -935,6 +942,9 @@ class pointwise {
         switch (requant_) {
           case lane_requant::lanes_folded:
             run_channel_tiles<lane_requant::lanes_folded>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes_folded_sign_free:
+            run_channel_tiles<lane_requant::lanes_folded_sign_free>(job, block_out, block_pixels);
             break;
           case lane_requant::lanes:
             run_channel_tiles<lane_requant::lanes>(job, block_out, block_pixels);
@@ -1021,6 +1031,10 @@ class pointwise {
           run_amx_block_pairs<lane_requant::lanes_folded>(packed, padded, pixel_offsets, block_pixels, block_out,
                                                           out_stride, c);
           break;
+        case lane_requant::lanes_folded_sign_free:
+          run_amx_block_pairs<lane_requant::lanes_folded_sign_free>(packed, padded, pixel_offsets, block_pixels,
+                                                                    block_out, out_stride, c);
+          break;
         case lane_requant::lanes:
           run_amx_block_pairs<lane_requant::lanes>(packed, padded, pixel_offsets, block_pixels, block_out, out_stride,
                                                    c);
@@ -1105,8 +1119,9 @@ class pointwise {
         __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + r * NB * block + b * block), bias);
         if (split) acc = _mm512_add_epi32(acc, _mm512_set1_epi32(pixel_offset[r]));
         T* const to = out + r * out_stride + b * block;
-        if constexpr (Q == lane_requant::lanes_folded) {
-          const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier<false>(acc, lanes);
+        if constexpr (Q == lane_requant::lanes_folded || Q == lane_requant::lanes_folded_sign_free) {
+          const __m512i v =
+              simd::avx512::multiply_by_nonnegative_multiplier<false, Q == lane_requant::lanes_folded>(acc, lanes);
           if constexpr (is_int8)
             _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
           else

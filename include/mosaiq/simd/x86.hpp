@@ -57,8 +57,8 @@ inline __m256i multiply_by_quantized_multiplier(__m256i x, __m256i multiplier, _
     const __m256i total_odd = _mm256_srli_epi64(right_shift, 32);
     const __m256i round_even = _mm256_sllv_epi64(one, _mm256_sub_epi64(total_even, one));
     const __m256i round_odd = _mm256_sllv_epi64(one, _mm256_sub_epi64(total_odd, one));
-    const __m256i even = shift_right_arithmetic_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, multiplier), round_even),
-                                                      total_even);
+    const __m256i even =
+        shift_right_arithmetic_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, multiplier), round_even), total_even);
     const __m256i odd = shift_right_arithmetic_epi64(
         _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(multiplier, 32)), round_odd),
         total_odd);
@@ -71,17 +71,16 @@ inline __m256i multiply_by_quantized_multiplier(__m256i x, __m256i multiplier, _
 template <rounding Mode>
 inline __m256i requantize_epi32(__m256i acc, __m256i multiplier, __m256i left_shift, __m256i right_shift,
                                 __m256i output_zero_point, __m256i clamp_min, __m256i clamp_max) noexcept {
-  const __m256i v =
-      _mm256_add_epi32(multiply_by_quantized_multiplier<Mode>(acc, multiplier, left_shift, right_shift),
-                       output_zero_point);
+  const __m256i v = _mm256_add_epi32(multiply_by_quantized_multiplier<Mode>(acc, multiplier, left_shift, right_shift),
+                                     output_zero_point);
   return _mm256_min_epi32(_mm256_max_epi32(v, clamp_min), clamp_max);
 }
 
 /// Narrows 8 clamped int32 lanes (already in the element's range) to 8 bytes.
 inline void store_low_bytes(void* out, __m256i v) noexcept {
-  const __m256i bytes = _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                                -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1,
-                                                                -1, -1, -1, -1));
+  const __m256i bytes =
+      _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                                              -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
   const __m128i packed = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
   _mm_storel_epi64(static_cast<__m128i*>(out), packed);
 }
@@ -133,9 +132,8 @@ inline __m512i multiply_by_quantized_multiplier(__m512i x, __m512i multiplier, _
 template <rounding Mode>
 inline __m512i requantize_epi32(__m512i acc, __m512i multiplier, __m512i left_shift, __m512i right_shift,
                                 __m512i output_zero_point, __m512i clamp_min, __m512i clamp_max) noexcept {
-  const __m512i v =
-      _mm512_add_epi32(multiply_by_quantized_multiplier<Mode>(acc, multiplier, left_shift, right_shift),
-                       output_zero_point);
+  const __m512i v = _mm512_add_epi32(multiply_by_quantized_multiplier<Mode>(acc, multiplier, left_shift, right_shift),
+                                     output_zero_point);
   return _mm512_min_epi32(_mm512_max_epi32(v, clamp_min), clamp_max);
 }
 
@@ -157,6 +155,23 @@ struct requant_lanes {
   template <rounding Mode>
   static constexpr bool supports(requant_scale s) noexcept {
     return Mode == rounding::single_round || s.multiplier >= 0;
+  }
+
+  /// Whether multiply_by_nonnegative_multiplier<..., false> (offset_* for every lane) gives the
+  /// result for every x after the caller's clamp: where a lane's two offsets are equal, or where
+  /// the clamp starts at or above the output zero point (`clamp_hides_negative`) and the multiplier
+  /// is 0 or normalized (>= 2^30, as quantize_multiplier makes): then for x < 0 both offsets give
+  /// results <= 0, which that clamp maps to clamp.min either way.
+  bool sign_free(bool clamp_hides_negative) const noexcept {
+    for (int q = 0; q < 8; ++q)
+      for (const bool even : {true, false}) {
+        const std::int64_t m = (even ? multiplier_even : multiplier_odd)[q];
+        const bool equal =
+            (even ? offset_even : offset_odd)[q] == (even ? negative_offset_even : negative_offset_odd)[q];
+        const bool normalized = m == 0 || m >= (std::int64_t{1} << 30);
+        if (!equal && !(normalized && clamp_hides_negative)) return false;
+      }
+    return true;
   }
 
   template <rounding Mode>
@@ -188,18 +203,25 @@ struct requant_lanes {
 
 /// multiply_by_quantized_multiplier for lanes whose constants c was built for (requant_lanes::supports):
 /// one 64-bit product, offset and shift per lane; about half the work of the general form.
-/// LeftShift = false skips the left shift (every lane's left shift must then be 0).
-template <bool LeftShift = true>
+/// LeftShift = false skips the left shift (every lane's left shift must then be 0). SignBlend =
+/// false adds offset_* to every lane: right where both offsets are equal, or where the caller's
+/// clamp maps every result of a negative x to the same value either way (see requant_lanes).
+template <bool LeftShift = true, bool SignBlend = true>
 [[gnu::always_inline]] inline __m512i multiply_by_nonnegative_multiplier(__m512i x, const requant_lanes& c) noexcept {
   const auto load = [](const void* p) { return _mm512_load_si512(p); };
   if constexpr (LeftShift) x = _mm512_sllv_epi32(x, load(c.left_shift));
-  const __mmask8 negative_even = _mm512_test_epi64_mask(x, _mm512_set1_epi64(0x80000000));
-  const __mmask8 negative_odd = _mm512_movepi64_mask(x);
   __m512i even = _mm512_mul_epi32(x, load(c.multiplier_even));
   __m512i odd = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), load(c.multiplier_odd));
-  even = _mm512_add_epi64(even,
-                          _mm512_mask_blend_epi64(negative_even, load(c.offset_even), load(c.negative_offset_even)));
-  odd = _mm512_add_epi64(odd, _mm512_mask_blend_epi64(negative_odd, load(c.offset_odd), load(c.negative_offset_odd)));
+  if constexpr (SignBlend) {
+    const __mmask8 negative_even = _mm512_test_epi64_mask(x, _mm512_set1_epi64(0x80000000));
+    const __mmask8 negative_odd = _mm512_movepi64_mask(x);
+    even = _mm512_add_epi64(even,
+                            _mm512_mask_blend_epi64(negative_even, load(c.offset_even), load(c.negative_offset_even)));
+    odd = _mm512_add_epi64(odd, _mm512_mask_blend_epi64(negative_odd, load(c.offset_odd), load(c.negative_offset_odd)));
+  } else {
+    even = _mm512_add_epi64(even, load(c.offset_even));
+    odd = _mm512_add_epi64(odd, load(c.offset_odd));
+  }
   even = _mm512_srav_epi64(even, load(c.shift_even));
   odd = _mm512_srav_epi64(odd, load(c.shift_odd));
   // Low dword of each qword is the (wrapped) int32 result; move the odd ones up into place.
