@@ -22,6 +22,8 @@
 // staging in the workspace, then pack every row (x ^ flip, zero padding, split-weight sums) with
 // the pointwise path's pack_row. (Gathering into the packed rows and packing in place, or packing
 // each row right after gathering it, stalls every row on store forwarding; see patch_rows::pack.)
+// On AVX-512 a patch of at most 64 bytes with contiguous kernel rows (the 3x3 stem over RGB) skips
+// the staging: KH masked loads place its runs in one register, one masked store writes the row.
 // Interior pixels (every tap inside the image) copy one run of KW * Cin bytes per kernel row when
 // the kernel row is contiguous in the input (dilation_x == 1 over a dense view, or KW == 1), Cin
 // bytes per tap otherwise; a patch that is one contiguous run (1x1 and 1xN kernels) is packed from
@@ -214,6 +216,14 @@ struct patch_rows {
     const int k = kh * kw * g.channels;
     const auto patch_of = [&](int i) { return g.staging + static_cast<std::ptrdiff_t>(i) * k; };
     const cursor begin = g.start(first);
+#if defined(__AVX512BW__)
+    if constexpr (sizeof(typename Path::input_type) == 1 && !may_be_direct) {
+      if (g.rows_contiguous && k <= 64 && padded <= 64) {
+        g.template pack_runs<Path, Sum>(begin, count, rows, padded, flip, sums, factor);
+        return;
+      }
+    }
+#endif
     cursor at = begin;
     for (int i = 0; i < count; ++i, g.advance(at)) {
       if (g.direct(at.image, at.oy, at.ox) != nullptr) continue;
@@ -230,6 +240,66 @@ struct patch_rows {
       if constexpr (Sum) sums[i] = factor * sum;
     }
   }
+
+#if defined(__AVX512BW__)
+  /// pack for patches of at most 64 bytes whose kernel rows are contiguous runs (the stem's 3x3
+  /// over RGB: 3 runs of 9 bytes): an interior row is built in one register by KH masked loads
+  /// from the input, each landing its run at the run's place in the patch (lanes outside a load's
+  /// mask are neither read nor faulted), flipped, and written with one masked store that includes
+  /// the zero padding. Nothing is read back from memory just written (no store-forwarding stalls)
+  /// and no staging copy is needed; border pixels (gathered into staging first) and direct patches
+  /// still take pack_row.
+  template <class Path, bool Sum>
+  void pack_runs(cursor begin, int count, typename Path::input_type* rows, int padded, std::uint8_t flip,
+                 std::int32_t* sums, std::int32_t factor) const noexcept {
+    const int k = kh * kw * channels, run = kw * channels;
+    const auto patch_of = [&](int i) { return staging + static_cast<std::ptrdiff_t>(i) * k; };
+    cursor at = begin;
+    for (int i = 0; i < count; ++i, advance(at))
+      if (!is_interior(at.oy, at.ox)) gather_border(at.image, at.oy, at.ox, patch_of(i));
+    const auto low_bytes = [](int n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1; };
+    const __mmask64 row_mask = low_bytes(padded);
+    const __m512i flip_patch = _mm512_maskz_mov_epi8(low_bytes(k), _mm512_set1_epi8(static_cast<char>(flip)));
+    // Kernel row ky's run sits at byte ky * run of the patch: it is loaded from its input address
+    // minus ky * run, under the run's mask shifted there.
+    __mmask64 run_mask[kh];
+    std::uintptr_t run_offset[kh];
+    for (int ky = 0; ky < kh; ++ky) {
+      run_mask[ky] = low_bytes(run) << (ky * run);
+      run_offset[ky] = static_cast<std::uintptr_t>(ky * dh * row_stride - static_cast<std::ptrdiff_t>(ky) * run);
+    }
+    const std::uintptr_t step = static_cast<std::uintptr_t>(sw * pixel_stride);
+    at = begin;
+    for (int i = 0; i < count;) {
+      auto* row = rows + static_cast<std::ptrdiff_t>(i) * padded;
+      if (!is_interior(at.oy, at.ox)) {
+        const std::int32_t sum = Path::template pack_row<Sum>(patch_of(i), k, row, padded, flip);
+        if constexpr (Sum) sums[i] = factor * sum;
+        ++i, advance(at);
+        continue;
+      }
+      // A run of interior pixels along the output row: their patches step by sw input pixels.
+      const int n = std::min(x.hi - at.ox, count - i);
+      std::uintptr_t p =
+          reinterpret_cast<std::uintptr_t>(at.image) +
+          static_cast<std::uintptr_t>((at.oy * sh - pad_top) * row_stride + (at.ox * sw - pad_left) * pixel_stride);
+      for (int j = 0; j < n; ++j, p += step, row += padded) {
+        __m512i v = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int ky = 0; ky < kh; ++ky)
+          v = _mm512_mask_loadu_epi8(v, run_mask[ky], reinterpret_cast<const void*>(p + run_offset[ky]));
+        v = _mm512_xor_si512(v, flip_patch);
+        _mm512_mask_storeu_epi8(row, row_mask, v);
+        if constexpr (Sum)
+          sums[i + j] =
+              factor * static_cast<std::int32_t>(_mm512_reduce_add_epi64(_mm512_sad_epu8(v, _mm512_setzero_si512())));
+      }
+      i += n;
+      at.ox += n - 1;  // on the run's last pixel: advance wraps rows and images
+      advance(at);
+    }
+  }
+#endif
 };
 
 }  // namespace detail::conv
