@@ -52,15 +52,6 @@ struct amx_switch {
   amx_switch& operator=(const amx_switch&) = delete;
 };
 
-template <class T>
-int extreme_zero_point(std::mt19937& rng, int variant) {
-  switch (variant % 3) {
-    case 0: return element_traits<T>::min;
-    case 1: return element_traits<T>::max;
-    default: return std::uniform_int_distribution<int>(element_traits<T>::min, element_traits<T>::max)(rng);
-  }
-}
-
 /// `act`, `amplify` and `zero_point_at_min` select the epilogue variants: an activation clamp keeps
 /// the zero point out of the rounding offsets, amplify > 1 makes multipliers above one (left
 /// shifts), an output zero point at the type's minimum (TFLite's ReLU outputs) drops the sign blend.
@@ -145,10 +136,10 @@ void check_pointwise_grid(std::uint32_t seed) {
       const shape in_shape{pc.height, pc.width, ic};
       const shape out_shape = pointwise<Cfg, T>::output_shape(in_shape);
       const bool wide = variant % 2 == 0;
-      const int filter_zp = std::same_as<T, u8> ? (wide ? extreme_zero_point<u8>(rng, variant / 2)
+      const int filter_zp = std::same_as<T, u8> ? (wide ? test::extreme_zero_point<u8>(rng, variant / 2)
                                                         : 100 + static_cast<int>(rng() % 56))
                                                 : 0;
-      const int input_zp = extreme_zero_point<T>(rng, variant + 1);
+      const int input_zp = test::extreme_zero_point<T>(rng, variant + 1);
       CAPTURE(filter_zp);
       CAPTURE(input_zp);
       const std::vector<T> filter = random_filter<T>(rng, static_cast<std::size_t>(oc) * ic, wide, filter_zp);
@@ -198,8 +189,8 @@ void check_conv_problem(std::mt19937& rng, shape in_shape, int variant) {
   const shape out_shape = conv2d<Cfg, T>::output_shape(in_shape);
   const bool wide = variant % 2 == 0;
   const int filter_zp =
-      std::same_as<T, u8> ? (wide ? extreme_zero_point<u8>(rng, variant / 2) : 100 + static_cast<int>(rng() % 56)) : 0;
-  const int input_zp = extreme_zero_point<T>(rng, variant + 1);
+      std::same_as<T, u8> ? (wide ? test::extreme_zero_point<u8>(rng, variant / 2) : 100 + static_cast<int>(rng() % 56)) : 0;
+  const int input_zp = test::extreme_zero_point<T>(rng, variant + 1);
   CAPTURE(filter_zp);
   CAPTURE(input_zp);
   const std::vector<T> filter = random_filter<T>(rng, static_cast<std::size_t>(oc) * k, wide, filter_zp);

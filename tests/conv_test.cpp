@@ -97,19 +97,6 @@ constexpr run_case run_cases[] = {
 
 constexpr activation activations[] = {activation::none, activation::relu, activation::relu6};
 
-// The zero points at the ends of their ranges and in between.
-template <class T>
-int pick_zero_point(std::mt19937& rng, int variant) {
-  switch (variant % 3) {
-    case 0:
-      return element_traits<T>::min;
-    case 1:
-      return element_traits<T>::max;
-    default:
-      return std::uniform_int_distribution<int>(element_traits<T>::min, element_traits<T>::max)(rng);
-  }
-}
-
 template <rounding R, class T>
 conv_requant random_requant(std::mt19937& rng, int output_channels, int input_zp, int filter_zp, activation act,
                             int taps) {
@@ -157,9 +144,10 @@ void check_problem(std::mt19937& rng, shape in_shape, int batch, int in_stride, 
   const shape out_shape = conv2d<Cfg, T>::output_shape(in_shape);
   const bool wide_weights = variant % 2 == 0;
   const int filter_zp =
-      std::same_as<T, u8> ? (wide_weights ? pick_zero_point<u8>(rng, variant / 2) : 100 + static_cast<int>(rng() % 56))
-                          : 0;
-  const int input_zp = pick_zero_point<T>(rng, variant + 1);
+      std::same_as<T, u8>
+          ? (wide_weights ? test::extreme_zero_point<u8>(rng, variant / 2) : 100 + static_cast<int>(rng() % 56))
+          : 0;
+  const int input_zp = test::extreme_zero_point<T>(rng, variant + 1);
   CAPTURE(filter_zp);
   CAPTURE(input_zp);
   CAPTURE(static_cast<int>(act));

@@ -64,19 +64,6 @@ constexpr run_case run_cases[] = {
     {64, 17, 19, 1, false}, {100, 9, 13, 1, true}, {255, 17, 19, 1, false}, {255, 1, 7, 1, true}, {100, 5, 5, 2, false},
 };
 
-// The zero points at the ends of their ranges and in between.
-template <class T>
-int pick_zero_point(std::mt19937& rng, int variant) {
-  switch (variant % 3) {
-    case 0:
-      return element_traits<T>::min;
-    case 1:
-      return element_traits<T>::max;
-    default:
-      return std::uniform_int_distribution<int>(element_traits<T>::min, element_traits<T>::max)(rng);
-  }
-}
-
 /// amplify > 1 makes real multipliers above one (left shifts: the epilogues' lanes_left variant);
 /// zero_point_at_min gives the output zero point of a ReLU output as TFLite quantizes it (the
 /// type's minimum: the sign-free epilogue where the clamp is the full range).
@@ -128,10 +115,10 @@ void check_grid(std::uint32_t seed) {
     // and NEON) and a spread around the zero point that fits int8; zero points cycle through
     // 0, 255 and random. int8 filters use the full range including -128.
     const bool wide_weights = variant % 2 == 0;
-    const int filter_zp = std::same_as<T, u8> ? (wide_weights ? pick_zero_point<u8>(rng, variant / 2)
+    const int filter_zp = std::same_as<T, u8> ? (wide_weights ? test::extreme_zero_point<u8>(rng, variant / 2)
                                                               : 100 + static_cast<int>(rng() % 56))
                                               : 0;
-    const int input_zp = pick_zero_point<T>(rng, variant + 1);
+    const int input_zp = test::extreme_zero_point<T>(rng, variant + 1);
     CAPTURE(filter_zp);
     CAPTURE(input_zp);
     std::vector<T> filter =

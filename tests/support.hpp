@@ -10,6 +10,19 @@
 
 namespace mosaiq::test {
 
+/// A zero point at the low end of T's range (variant % 3 == 0), the high end (1), or random (2).
+template <class T>
+int extreme_zero_point(std::mt19937& rng, int variant) {
+  switch (variant % 3) {
+    case 0:
+      return element_traits<T>::min;
+    case 1:
+      return element_traits<T>::max;
+    default:
+      return std::uniform_int_distribution<int>(element_traits<T>::min, element_traits<T>::max)(rng);
+  }
+}
+
 /// Records misuse instead of aborting. Installing it (construction) clears the record; destruction restores the
 /// handler that was installed before. The record is shared by all instances, so nest no two of them.
 class recording_handler {

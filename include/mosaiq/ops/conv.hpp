@@ -216,22 +216,27 @@ struct patch_rows {
     const int k = kh * kw * g.channels;
     const auto patch_of = [&](int i) { return g.staging + static_cast<std::ptrdiff_t>(i) * k; };
     const cursor begin = g.start(first);
+    bool in_register = false;  // interior patches built in one register by pack_runs (AVX-512)
+#if defined(__AVX512BW__)
+    if constexpr (sizeof(typename Path::input_type) == 1 && !may_be_direct)
+      in_register = g.rows_contiguous && k <= 64 && padded <= 64;
+#endif
+    cursor at = begin;
+    for (int i = 0; i < count; ++i, g.advance(at)) {
+      if (g.direct(at.image, at.oy, at.ox) != nullptr) continue;
+      if (!g.is_interior(at.oy, at.ox))
+        gather_border(at.image, at.oy, at.ox, patch_of(i));
+      else if (!in_register)
+        g.gather_interior(at.image, at.oy, at.ox, patch_of(i));
+    }
 #if defined(__AVX512BW__)
     if constexpr (sizeof(typename Path::input_type) == 1 && !may_be_direct) {
-      if (g.rows_contiguous && k <= 64 && padded <= 64) {
+      if (in_register) {
         g.template pack_runs<Path, Sum>(begin, count, rows, padded, flip, sums, factor);
         return;
       }
     }
 #endif
-    cursor at = begin;
-    for (int i = 0; i < count; ++i, g.advance(at)) {
-      if (g.direct(at.image, at.oy, at.ox) != nullptr) continue;
-      if (g.is_interior(at.oy, at.ox))
-        g.gather_interior(at.image, at.oy, at.ox, patch_of(i));
-      else
-        gather_border(at.image, at.oy, at.ox, patch_of(i));
-    }
     at = begin;
     for (int i = 0; i < count; ++i, g.advance(at)) {
       const std::uint8_t* src = g.direct(at.image, at.oy, at.ox);
@@ -247,16 +252,13 @@ struct patch_rows {
   /// from the input, each landing its run at the run's place in the patch (lanes outside a load's
   /// mask are neither read nor faulted), flipped, and written with one masked store that includes
   /// the zero padding. Nothing is read back from memory just written (no store-forwarding stalls)
-  /// and no staging copy is needed; border pixels (gathered into staging first) and direct patches
-  /// still take pack_row.
+  /// and no staging copy is needed; border pixels (gathered into staging by pack) still take
+  /// pack_row.
   template <class Path, bool Sum>
   void pack_runs(cursor begin, int count, typename Path::input_type* rows, int padded, std::uint8_t flip,
                  std::int32_t* sums, std::int32_t factor) const noexcept {
     const int k = kh * kw * channels, run = kw * channels;
     const auto patch_of = [&](int i) { return staging + static_cast<std::ptrdiff_t>(i) * k; };
-    cursor at = begin;
-    for (int i = 0; i < count; ++i, advance(at))
-      if (!is_interior(at.oy, at.ox)) gather_border(at.image, at.oy, at.ox, patch_of(i));
     const auto low_bytes = [](int n) { return n >= 64 ? ~__mmask64{0} : (__mmask64{1} << n) - 1; };
     const __mmask64 row_mask = low_bytes(padded);
     const __m512i flip_patch = _mm512_maskz_mov_epi8(low_bytes(k), _mm512_set1_epi8(static_cast<char>(flip)));
@@ -269,7 +271,7 @@ struct patch_rows {
       run_offset[ky] = static_cast<std::uintptr_t>(ky * dh * row_stride - static_cast<std::ptrdiff_t>(ky) * run);
     }
     const std::uintptr_t step = static_cast<std::uintptr_t>(sw * pixel_stride);
-    at = begin;
+    cursor at = begin;
     for (int i = 0; i < count;) {
       auto* row = rows + static_cast<std::ptrdiff_t>(i) * padded;
       if (!is_interior(at.oy, at.ox)) {

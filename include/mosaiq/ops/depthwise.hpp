@@ -725,9 +725,9 @@ class depthwise {
         *offset += static_cast<std::int64_t>(q.output_zero_point) * (std::int64_t{1} << *shift);
         *negative += static_cast<std::int64_t>(q.output_zero_point) * (std::int64_t{1} << *shift);
       }
-      bool sign_free = true;
-      for (const auto& lanes : requant_lanes_)
-        sign_free = sign_free && lanes.sign_free(q.clamp.min >= q.output_zero_point);
+      const bool clamp_hides_negative = q.clamp.min >= q.output_zero_point;
+      const bool sign_free = std::ranges::all_of(
+          requant_lanes_, [&](const auto& lanes) { return lanes.sign_free(clamp_hides_negative); });
       using kind = detail::dw::requant_kind;
       requant_ = !supported  ? kind::general
                  : sign_free ? (left_shift ? kind::lanes_unsigned_with_left_shift : kind::lanes_unsigned)

@@ -861,9 +861,9 @@ class pointwise {
             l.offset_odd[i] += zp * (std::int64_t{1} << l.shift_odd[i]);
             l.negative_offset_odd[i] += zp * (std::int64_t{1} << l.shift_odd[i]);
           }
-        bool sign_free = true;
-        for (const auto& l : lanes_) sign_free = sign_free && l.sign_free(q.clamp.min >= q.output_zero_point);
-        if (sign_free) requant_ = lane_requant::lanes_folded_sign_free;
+        const bool clamp_hides_negative = q.clamp.min >= q.output_zero_point;
+        if (std::ranges::all_of(lanes_, [&](const auto& l) { return l.sign_free(clamp_hides_negative); }))
+          requant_ = lane_requant::lanes_folded_sign_free;
       }
     }
 #endif
