@@ -633,7 +633,9 @@ struct rows_access;
 
 /// A path whose default tile depends on the layer's output channels (Path::tile_for).
 template <class Path>
-concept picks_tile_per_layer = requires { { Path::tile_for(1) } -> std::same_as<pointwise_tile>; };
+concept picks_tile_per_layer = requires {
+  { Path::tile_for(1) } -> std::same_as<pointwise_tile>;
+};
 
 /// The tile a layer of `out_channels` gets when its config names none.
 template <class Path>
