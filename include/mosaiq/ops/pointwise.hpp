@@ -31,11 +31,12 @@
 // Pixel tails run a compile-time cascade of smaller pixel tiles (tile/2, tile/4, ..., 1); the
 // channel tail is one compile-time tile of the remaining blocks.
 //
-// Microkernels per build: AVX-512 VNNI (vpdpbusd zmm, 8x48 tiles), AVX-VNNI (-mavxvnni without
-// AVX-512: VEX vpdpbusd on ymm, 6x16 tiles), AVX2 and AVX-512 without VNNI (vpmaddwd on int16),
-// NEON (sdot, or smull/sadalp), scalar. The AVX-512 VNNI epilogue requantizes with
-// simd::avx512::requant_lanes (one 64-bit product per lane, the zero point folded into its offsets
-// when no activation clamps) wherever the scales allow; load() decides (detail::pw::epilogue_kind).
+// Microkernels per build: AVX-512 VNNI (vpdpbusd zmm, 8x48 or 6x64 tiles chosen per layer),
+// AVX-VNNI (-mavxvnni without AVX-512: VEX vpdpbusd on ymm, 6x16 tiles), AVX2 and AVX-512 without
+// VNNI (vpmaddwd on int16), NEON (sdot, or smull/sadalp), scalar. The AVX-512 VNNI epilogue
+// requantizes with simd::avx512::requant_lanes (one 64-bit product per lane, the zero point folded
+// into its offsets when no activation clamps) wherever the scales allow; load() decides
+// (detail::pw::epilogue_kind). u8 inputs whose channels fill whole k groups are read in place.
 //
 // The block loop takes its rows from a "row source" template argument (detail::pw::pixel_rows
 // here: the input pixels); ops/conv.hpp runs the same loop on patches it gathers per block, so a
