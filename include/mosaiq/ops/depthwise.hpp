@@ -710,21 +710,12 @@ class depthwise {
         const requant_scale s{mult_[at], left_[at], right_[at]};
         supported = supported && simd::avx512::requant_lanes::supports<R>(s);
         left_shift = left_shift || s.left_shift != 0;
-        auto& lanes = requant_lanes_[at / detail::dw::block];
-        const int lane = at % detail::dw::block;
-        lanes.template set_lane<R>(lane, s);
-        // Fold the output zero point into both offsets: floor((v + zp 2^k) / 2^k) = floor(v / 2^k) + zp,
-        // while |x M| < 2^62 and the offsets stay far inside int64 (shift <= 52).
-        std::int64_t* const shift = (lane % 2 == 0 ? lanes.shift_even : lanes.shift_odd) + lane / 2;
-        std::int64_t* const offset = (lane % 2 == 0 ? lanes.offset_even : lanes.offset_odd) + lane / 2;
-        std::int64_t* const negative = (lane % 2 == 0 ? lanes.negative_offset_even : lanes.negative_offset_odd) + lane / 2;
-        if (*shift < 0 || *shift > 52) {
-          supported = false;
-          continue;
-        }
-        *offset += static_cast<std::int64_t>(q.output_zero_point) * (std::int64_t{1} << *shift);
-        *negative += static_cast<std::int64_t>(q.output_zero_point) * (std::int64_t{1} << *shift);
+        requant_lanes_[at / detail::dw::block].template set_lane<R>(at % detail::dw::block, s);
       }
+      // The zero point goes into the offsets (the tile adds none); the bytes are clamped after packing.
+      supported = supported && std::ranges::all_of(requant_lanes_, [](const auto& l) { return l.folds_zero_point(); });
+      if (supported)
+        for (auto& l : requant_lanes_) l.fold_zero_point(q.output_zero_point);
       const bool clamp_hides_negative = q.clamp.min >= q.output_zero_point;
       const bool sign_free = std::ranges::all_of(
           requant_lanes_, [&](const auto& lanes) { return lanes.sign_free(clamp_hides_negative); });

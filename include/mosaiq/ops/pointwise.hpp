@@ -873,22 +873,11 @@ class pointwise {
         lanes_[at / detail::pw::block].template set_lane<R>(at % detail::pw::block, s);
       }
       requant_ = !supported ? lane_requant::general : left_shift ? lane_requant::lanes_left : lane_requant::lanes;
-      // (x*M + offset + zp * 2^s) >> s is ((x*M + offset) >> s) + zp while the sum fits int64:
-      // |x*M| < 2^62 and |zp| * 2^s <= 2^60 for s <= 52.
-      bool small_shifts = true;
-      for (const auto& l : lanes_)
-        for (int i = 0; i < 8; ++i) small_shifts = small_shifts && l.shift_even[i] <= 52 && l.shift_odd[i] <= 52;
       const bool full_range = q.clamp.min == element_traits<T>::min && q.clamp.max == element_traits<T>::max;
-      if (requant_ == lane_requant::lanes && small_shifts && full_range) {
+      if (requant_ == lane_requant::lanes && full_range &&
+          std::ranges::all_of(lanes_, [](const auto& l) { return l.folds_zero_point(); })) {
         requant_ = lane_requant::lanes_folded;
-        const std::int64_t zp = q.output_zero_point;
-        for (auto& l : lanes_)
-          for (int i = 0; i < 8; ++i) {
-            l.offset_even[i] += zp * (std::int64_t{1} << l.shift_even[i]);
-            l.negative_offset_even[i] += zp * (std::int64_t{1} << l.shift_even[i]);
-            l.offset_odd[i] += zp * (std::int64_t{1} << l.shift_odd[i]);
-            l.negative_offset_odd[i] += zp * (std::int64_t{1} << l.shift_odd[i]);
-          }
+        for (auto& l : lanes_) l.fold_zero_point(q.output_zero_point);
         const bool clamp_hides_negative = q.clamp.min >= q.output_zero_point;
         if (std::ranges::all_of(lanes_, [&](const auto& l) { return l.sign_free(clamp_hides_negative); }))
           requant_ = lane_requant::lanes_folded_sign_free;
@@ -965,9 +954,10 @@ class pointwise {
       if (!split_weights_ && rows.channels % detail::pw::group == 0) {
         direct = rows.base;
         job.input_stride = rows.stride;
-        std::fill_n(pixel_offsets, l.block_pixels, 0);
       }
     }
+    // Without split weights every pixel offset is 0 (the VNNI tile skips them; the others add them).
+    if (!split_weights_) std::fill_n(pixel_offsets, l.block_pixels, 0);
     for (std::ptrdiff_t p0 = 0; p0 < pixels; p0 += l.block_pixels) {
       const int block_pixels = static_cast<int>(std::min<std::ptrdiff_t>(l.block_pixels, pixels - p0));
       if (direct) {
@@ -976,7 +966,6 @@ class pointwise {
         rows.template pack<path, true>(p0, block_pixels, packed, padded, flip, pixel_offsets, split_factor_);
       } else {
         rows.template pack<path, false>(p0, block_pixels, packed, padded, flip, pixel_offsets, 0);
-        std::fill_n(pixel_offsets, block_pixels, 0);
       }
       T* const block_out = destination + p0 * out_stride;
       if constexpr (lane_epilogues) {
@@ -1063,8 +1052,7 @@ class pointwise {
       if (split_weights_) {
         rows.template pack<path, true>(p0, block_pixels, packed, padded, 0, pixel_offsets, split_factor_);
       } else {
-        rows.template pack<path, false>(p0, block_pixels, packed, padded, 0, pixel_offsets, 0);
-        std::fill_n(pixel_offsets, block_pixels, 0);
+        rows.template pack<path, false>(p0, block_pixels, packed, padded, 0, pixel_offsets, 0);  // offsets unread
       }
       T* const block_out = destination + p0 * out_stride;
       switch (requant_) {

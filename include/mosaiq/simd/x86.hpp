@@ -169,12 +169,30 @@ struct requant_lanes {
     for (int q = 0; q < 8; ++q)
       for (const bool even : {true, false}) {
         const std::int64_t m = (even ? multiplier_even : multiplier_odd)[q];
-        const bool equal =
-            (even ? offset_even : offset_odd)[q] == (even ? negative_offset_even : negative_offset_odd)[q];
+        const bool equal = (even ? sign_step_even : sign_step_odd)[q] == 0;
         const bool normalized = m == 0 || m >= (std::int64_t{1} << 30);
         if (!equal && !(normalized && clamp_hides_negative)) return false;
       }
     return true;
+  }
+
+  /// Whether fold_zero_point is exact for every lane: (x*M + offset + zp 2^s) >> s is
+  /// ((x*M + offset) >> s) + zp while the sum fits int64, i.e. |x*M| < 2^62 and |zp| 2^s <= 2^60.
+  bool folds_zero_point() const noexcept {
+    for (int q = 0; q < 8; ++q)
+      if (shift_even[q] < 0 || shift_even[q] > 52 || shift_odd[q] < 0 || shift_odd[q] > 52) return false;
+    return true;
+  }
+
+  /// Adds the output zero point to both offsets of every lane (requires folds_zero_point()), so the
+  /// result comes out with the zero point in it; sign_step is unchanged.
+  void fold_zero_point(std::int32_t zero_point) noexcept {
+    for (int q = 0; q < 8; ++q) {
+      const std::int64_t even = std::int64_t{zero_point} * (std::int64_t{1} << shift_even[q]);
+      const std::int64_t odd = std::int64_t{zero_point} * (std::int64_t{1} << shift_odd[q]);
+      offset_even[q] += even, negative_offset_even[q] += even;
+      offset_odd[q] += odd, negative_offset_odd[q] += odd;
+    }
   }
 
   template <rounding Mode>
