@@ -33,6 +33,10 @@ ensure_packages() {
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# ccache (CMake and meson use it when installed) keys on paths relative to the checkout, so a
+# fresh clone elsewhere (CI's) reuses what an earlier build of the same sources cached.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$MOSAIQ_ROOT}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
+
 # CMake arguments shared by every configure: Ninja, ccache when installed.
 cmake_common_args() {
   local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
