@@ -268,11 +268,12 @@ TEST_CASE("depthwise: misuse is reported and leaves the output untouched") {
   CHECK(std::count(out.begin(), out.end(), u8{42}) == static_cast<long>(out.size()));
 }
 
-TEST_CASE("depthwise: writes stay inside a channel-slice output view") {
-  // The output is channels [5, 5 + 17) of a 40-channel tensor inside a canary-filled buffer; the
-  // input is a channel slice too, with canaries around it that would change results if read.
+// The output is channels [5, 5 + 17) of a 40-channel tensor inside a canary-filled buffer; the
+// input is a channel slice too, with canaries around it that would change results if read.
+template <depthwise_config Cfg>
+void check_channel_slice_guards(std::uint32_t seed) {
   constexpr u8 canary = 0xA5;
-  std::mt19937 rng(11);
+  std::mt19937 rng(seed);
   const shape in_shape{9, 10, 17};
   std::vector<u8> in_buffer(64 + 9 * 10 * 40 + 64, canary);
   const tensor_view<u8> wide_in(in_buffer.data() + 64, shape{9, 10, 40});
@@ -280,10 +281,10 @@ TEST_CASE("depthwise: writes stay inside a channel-slice output view") {
   for (int y = 0; y < 9; ++y)
     for (int x = 0; x < 10; ++x)
       for (int c = 0; c < 17; ++c) in(y, x, c) = random_element<u8>(rng);
-  std::vector<u8> filter(25 * 17);
+  std::vector<u8> filter(static_cast<std::size_t>(Cfg.kernel.h * Cfg.kernel.w) * 17);
   for (auto& w : filter) w = random_element<u8>(rng);
   const conv_requant q = random_requant<rounding::tflite_reference, u8>(rng, 17, 77, activation::relu6);
-  using layer_type = depthwise<depthwise_config{.kernel = {5, 5}, .dilation = {2, 1}}, u8>;
+  using layer_type = depthwise<Cfg, u8>;
   const layer_type layer(filter.data(), nullptr, 17, q);
   const shape out_shape = layer_type::output_shape(in_shape);
   std::vector<u8> out_buffer(64 + out_shape.pixels() * 40 + 64, canary);
@@ -294,11 +295,19 @@ TEST_CASE("depthwise: writes stay inside a channel-slice output view") {
 
   std::vector<u8> expected(out_shape.elements());
   reference::depthwise_conv<rounding::tflite_reference, u8>(
-      in, filter.data(), nullptr, tensor_view(expected.data(), out_shape), {.kernel = {5, 5}, .dilation = {2, 1}}, q);
+      in, filter.data(), nullptr, tensor_view(expected.data(), out_shape),
+      {.kernel = Cfg.kernel, .stride = Cfg.stride, .dilation = Cfg.dilation, .pad = Cfg.pad}, q);
   const auto [mismatches, clobbered] = test::check_channel_slice(
       out_buffer, 64, 40, 5, 17, static_cast<std::ptrdiff_t>(out_shape.pixels()), expected, canary);
   CHECK(mismatches == 0);
   CHECK(clobbered == 0);
+}
+
+TEST_CASE("depthwise: writes stay inside a channel-slice output view") {
+  check_channel_slice_guards<depthwise_config{.kernel = {5, 5}, .dilation = {2, 1}}>(11);
+  // Two output rows per VNNI register tile (rows shared at stride 1 and 2), with an odd last row.
+  check_channel_slice_guards<depthwise_config{.kernel = {3, 3}}>(12);
+  check_channel_slice_guards<depthwise_config{.kernel = {3, 3}, .stride = {2, 2}, .tile = {3, 2}}>(13);
 }
 
 #if defined(__linux__)
