@@ -5,6 +5,7 @@
 // one place.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -69,35 +70,45 @@ bool check_grouped_conv(const tensor_view<const In>& input, const W* filter, con
 /// (filter + filter_offset) * (input + input_offset), then store finish(output_channel, sum).
 /// Offsets are TFLite's (minus the zero points; 0 for float). Taps outside the image are skipped,
 /// as TFLite's reference kernels do, which equals padding with the input zero point.
+/// Each sum runs over (fy, fx, k) in that order; a pixel's output channels are summed `lanes` at a
+/// time, so their independent chains overlap instead of each waiting on its own additions (a float
+/// sum gets the same bits as alone, one channel after another).
 template <class Acc, class In, class W, class Out, class Finish>
 void convolve(const tensor_view<const In>& input, const W* filter, const tensor_view<Out>& output,
               const grouped_conv& conv, Acc input_offset, Acc filter_offset, Finish finish) {
   const window_geometry g =
       resolve_window(input.height(), input.width(), conv.kernel, conv.stride, conv.dilation, conv.pad);
   const int taps_per_group = conv.input_channels_per_group;
+  constexpr int lanes = 8;
   for (int n = 0; n < output.batch(); ++n) {
     for (int out_y = 0; out_y < output.height(); ++out_y) {
       for (int out_x = 0; out_x < output.width(); ++out_x) {
         Out* out_pixel = output.pixel(n, out_y, out_x);
-        for (int out_c = 0; out_c < output.channels(); ++out_c) {
-          const int first_in_c = (out_c / conv.output_channels_per_group) * taps_per_group;
-          Acc acc{};
+        for (int first_c = 0; first_c < output.channels(); first_c += lanes) {
+          const int count = std::min(lanes, output.channels() - first_c);
+          Acc acc[lanes]{};
+          int group_first_in[lanes]{};  // first input channel of each channel's group
+          for (int b = 0; b < count; ++b)
+            group_first_in[b] = ((first_c + b) / conv.output_channels_per_group) * taps_per_group;
           for (int fy = 0; fy < conv.kernel.h; ++fy) {
             const int in_y = out_y * conv.stride.h - g.y.pad_before + conv.dilation.h * fy;
             if (in_y < 0 || in_y >= input.height()) continue;
             for (int fx = 0; fx < conv.kernel.w; ++fx) {
               const int in_x = out_x * conv.stride.w - g.x.pad_before + conv.dilation.w * fx;
               if (in_x < 0 || in_x >= input.width()) continue;
-              const In* in_pixel = input.pixel(n, in_y, in_x) + first_in_c;
-              const W* taps = filter + out_c * conv.filter.out_channel + fy * conv.filter.row + fx * conv.filter.column;
+              const In* in_pixel = input.pixel(n, in_y, in_x);
+              const W* taps = filter + fy * conv.filter.row + fx * conv.filter.column;
               for (int k = 0; k < taps_per_group; ++k) {
-                const Acc w = static_cast<Acc>(taps[k * conv.filter.in_channel]) + filter_offset;
-                const Acc x = static_cast<Acc>(in_pixel[k]) + input_offset;
-                acc += w * x;
+                const W* taps_k = taps + k * conv.filter.in_channel;
+                for (int b = 0; b < count; ++b) {
+                  const Acc w = static_cast<Acc>(taps_k[(first_c + b) * conv.filter.out_channel]) + filter_offset;
+                  const Acc x = static_cast<Acc>(in_pixel[group_first_in[b] + k]) + input_offset;
+                  acc[b] += w * x;
+                }
               }
             }
           }
-          out_pixel[out_c] = finish(out_c, acc);
+          for (int b = 0; b < count; ++b) out_pixel[first_c + b] = finish(first_c + b, acc[b]);
         }
       }
     }
