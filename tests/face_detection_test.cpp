@@ -18,7 +18,7 @@
 
 #include "../examples/face_detection/converter.hpp"
 #include "allocation_counter.hpp"
-#include "mosaiq/simd/arch.hpp"
+#include "native_isa.hpp"
 
 namespace {
 
@@ -168,11 +168,6 @@ TEST_CASE("face: a model file for the other element type or a truncated one is r
 }
 
 int main(int argc, char** argv) {
-  const auto isa = mosaiq::simd::to_string(mosaiq::simd::native_isa);
-  if (!mosaiq::simd::cpu_supports_native_isa()) {
-    std::printf("skipped: this CPU cannot run the %.*s build\n", static_cast<int>(isa.size()), isa.data());
-    return 77;
-  }
   const char* dir = std::getenv("MOSAIQ_FACE_API_DIR");
   if (dir == nullptr || *dir == '\0' || !std::filesystem::exists(std::filesystem::path(dir) / face::manifest_in_package)) {
     std::printf("skipped: the @vladmandic/face-api package is not available (set MOSAIQ_FACE_API_DIR to an unpacked "
@@ -180,7 +175,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   package_dir = dir;
-  std::printf("face detector test, isa = %.*s\n", static_cast<int>(isa.size()), isa.data());
+  if (!mosaiq::test::announce_native_isa("face detector test")) return 77;
   doctest::Context context(argc, argv);
   return context.run();
 }

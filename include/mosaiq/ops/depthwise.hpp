@@ -446,7 +446,7 @@ struct vnni_path {
     const auto with_lanes = [&]<bool LeftShift, bool Signed>() __attribute__((always_inline)) {
       unroll<blocks>([&](auto j) __attribute__((always_inline)) {
         // The zero point is already in the offsets (depthwise::load); Signed = false: no sign blend.
-        const auto constants = simd::avx512::requant_lane_vectors<LeftShift, Signed>::load(lanes[j]);
+        const auto constants = simd::avx512::requant_lane_vectors<LeftShift, Signed>::pin(lanes[j]);
         unroll<TH>([&](auto r) __attribute__((always_inline)) {
           unroll<TW>([&](auto p) __attribute__((always_inline)) {
             acc[r][p][j] = simd::avx512::multiply_by_nonnegative_multiplier(acc[r][p][j], constants);
@@ -651,7 +651,7 @@ class depthwise {
   static constexpr int tile_h = Cfg.tile.h > 0 ? Cfg.tile.h : register_rows;
   // Rows and columns of the multi-row register tile: TH x TW x 4 accumulators stay within 16.
   static constexpr int rows_th = std::min(register_rows, tile_h);
-  static constexpr int rows_tw = rows_th > 1 ? std::max(1, std::min(tile_w, 4) / rows_th) : tile_w;
+  static constexpr int rows_tw = std::max(1, std::min(tile_w, 4) / rows_th);
   static constexpr bool is_int8 = std::same_as<T, i8>;
   static constexpr std::uint8_t flip = is_int8 ? 0x80 : 0x00;  // x_f = x ^ flip
   static constexpr int job_channels = detail::dw::job_channels;

@@ -223,17 +223,19 @@ struct requant_lanes {
   }
 };
 
-/// requant_lanes held in registers, for kernels that requantize several vectors of one channel block.
-/// load() pins the vectors it reads into registers: without that GCC folds every constant back into
-/// the instruction that uses it as a memory operand, once per output vector, and on CPUs that load one
-/// zmm per cycle (AMD Zen 4) those reloads, not the arithmetic, bound the depthwise and pointwise tiles.
+/// requant_lanes as vectors for multiply_by_nonnegative_multiplier. read() leaves GCC free to fold
+/// each constant into the instruction that uses it as a memory operand, read again for every vector
+/// (right for tiles with too many live accumulators: the pointwise 6x64 tile spilled with pinned
+/// constants). pin() loads them once and keeps them in registers for kernels that requantize
+/// several vectors of one block: on CPUs that load one zmm per cycle (AMD Zen 4) the reloads, not
+/// the arithmetic, bounded the depthwise tile.
 template <bool LeftShift = true, bool SignBlend = true>
 struct requant_lane_vectors {
   __m512i multiplier_even, multiplier_odd, offset_even, offset_odd, shift_even, shift_odd;
   __m512i sign_step_even, sign_step_odd;  // read with SignBlend only
   __m512i left_shift;                     // read with LeftShift only
 
-  [[gnu::always_inline]] static requant_lane_vectors load(const requant_lanes& c) noexcept {
+  [[gnu::always_inline]] static requant_lane_vectors read(const requant_lanes& c) noexcept {
     const auto at = [](const void* p) { return _mm512_load_si512(p); };
     requant_lane_vectors v;
     v.multiplier_even = at(c.multiplier_even), v.multiplier_odd = at(c.multiplier_odd);
@@ -241,17 +243,18 @@ struct requant_lane_vectors {
     v.offset_even = at(SignBlend ? c.negative_offset_even : c.offset_even);
     v.offset_odd = at(SignBlend ? c.negative_offset_odd : c.offset_odd);
     v.shift_even = at(c.shift_even), v.shift_odd = at(c.shift_odd);
+    if constexpr (SignBlend) v.sign_step_even = at(c.sign_step_even), v.sign_step_odd = at(c.sign_step_odd);
+    if constexpr (LeftShift) v.left_shift = at(c.left_shift);
+    return v;
+  }
+
+  [[gnu::always_inline]] static requant_lane_vectors pin(const requant_lanes& c) noexcept {
+    requant_lane_vectors v = read(c);
     asm(""
         : "+v"(v.multiplier_even), "+v"(v.multiplier_odd), "+v"(v.offset_even), "+v"(v.offset_odd), "+v"(v.shift_even),
           "+v"(v.shift_odd));
-    if constexpr (SignBlend) {
-      v.sign_step_even = at(c.sign_step_even), v.sign_step_odd = at(c.sign_step_odd);
-      asm("" : "+v"(v.sign_step_even), "+v"(v.sign_step_odd));
-    }
-    if constexpr (LeftShift) {
-      v.left_shift = at(c.left_shift);
-      asm("" : "+v"(v.left_shift));
-    }
+    if constexpr (SignBlend) asm("" : "+v"(v.sign_step_even), "+v"(v.sign_step_odd));
+    if constexpr (LeftShift) asm("" : "+v"(v.left_shift));
     return v;
   }
 };
@@ -280,27 +283,10 @@ template <bool LeftShift, bool SignBlend>
   return _mm512_mask_shuffle_epi32(even, 0xAAAA, odd, _MM_PERM_CCAA);
 }
 
-/// The same with the constants read from c as memory operands: for tiles with too many live
-/// accumulators to keep them in registers (the pointwise 6x64 tile spilled with requant_lane_vectors).
+/// The same with the constants read from c (as memory operands where GCC folds them).
 template <bool LeftShift = true, bool SignBlend = true>
 [[gnu::always_inline]] inline __m512i multiply_by_nonnegative_multiplier(__m512i x, const requant_lanes& c) noexcept {
-  const auto load = [](const void* p) { return _mm512_load_si512(p); };
-  if constexpr (LeftShift) x = _mm512_sllv_epi32(x, load(c.left_shift));
-  const __m512i x_odd = _mm512_srli_epi64(x, 32);
-  __m512i even = _mm512_mul_epi32(x, load(c.multiplier_even));
-  __m512i odd = _mm512_mul_epi32(x_odd, load(c.multiplier_odd));
-  if constexpr (SignBlend) {
-    even = _mm512_add_epi64(_mm512_add_epi64(even, load(c.negative_offset_even)),
-                            _mm512_andnot_si512(x, load(c.sign_step_even)));
-    odd = _mm512_add_epi64(_mm512_add_epi64(odd, load(c.negative_offset_odd)),
-                           _mm512_andnot_si512(x_odd, load(c.sign_step_odd)));
-  } else {
-    even = _mm512_add_epi64(even, load(c.offset_even));
-    odd = _mm512_add_epi64(odd, load(c.offset_odd));
-  }
-  even = _mm512_srav_epi64(even, load(c.shift_even));
-  odd = _mm512_srav_epi64(odd, load(c.shift_odd));
-  return _mm512_mask_shuffle_epi32(even, 0xAAAA, odd, _MM_PERM_CCAA);
+  return multiply_by_nonnegative_multiplier(x, requant_lane_vectors<LeftShift, SignBlend>::read(c));
 }
 
 }  // namespace avx512
