@@ -69,7 +69,8 @@ struct run_case {
 };
 
 // Channel counts 1, 3, 8, 15, 16, 17, 31, 32, 64, 100; odd extents including 1; batch 2. Dense
-// 16 and 32 channels at stride 1 take the VNNI build's contiguous-run path.
+// 16 and 32 channels take the VNNI build's contiguous-run path at stride 1 and its strided-run
+// path at stride 2 (breaking either fails the grid).
 constexpr run_case run_cases[] = {
     {1, 7, 9, 1, false},   {3, 5, 5, 2, true},     {8, 1, 1, 1, false},  {15, 6, 11, 1, false},
     {16, 9, 4, 1, true},   {17, 1, 13, 1, false},  {31, 8, 1, 2, false}, {64, 11, 7, 1, false},
@@ -311,39 +312,52 @@ TEST_CASE("depthwise: writes stay inside a channel-slice output view") {
 }
 
 #if defined(__linux__)
-TEST_CASE("depthwise: no read past the input view (PROT_NONE guard page)") {
+// Runs layer Cfg (int8) on an input that ends exactly at a PROT_NONE page: any read past the
+// view faults. Checks the result against the reference too.
+template <depthwise_config Cfg>
+void check_input_guard_page(shape in_shape) {
+  CAPTURE(in_shape.channels);
+  CAPTURE(in_shape.width);
   const long page = sysconf(_SC_PAGESIZE);
   REQUIRE(page > 0);
   const std::size_t page_size = static_cast<std::size_t>(page);
-  for (const int channels : {1, 15, 17, 100}) {
-    CAPTURE(channels);
-    const shape in_shape{6, 7, channels};
-    const std::size_t bytes = in_shape.elements();
-    const std::size_t data_pages = (bytes + page_size - 1) / page_size;
-    void* memory = nullptr;
-    REQUIRE(posix_memalign(&memory, page_size, (data_pages + 1) * page_size) == 0);
-    auto* base = static_cast<std::uint8_t*>(memory);
-    REQUIRE(mprotect(base + data_pages * page_size, page_size, PROT_NONE) == 0);
-    // The input ends exactly at the guard page.
-    i8* input = reinterpret_cast<i8*>(base + data_pages * page_size - bytes);
-    std::mt19937 rng(static_cast<std::uint32_t>(channels));
-    for (std::size_t i = 0; i < bytes; ++i) input[i] = random_element<i8>(rng);
-    std::vector<i8> filter(9 * static_cast<std::size_t>(channels));
-    for (auto& w : filter) w = random_element<i8>(rng, -127, 127);
-    const conv_requant q = random_requant<rounding::tflite_reference, i8>(rng, channels, 0, activation::none);
-    using layer_type = depthwise<depthwise_config{.kernel = {3, 3}, .pad = padding::explicit_pads(1, 3, 1, 3)}, i8>;
-    const layer_type layer(filter.data(), nullptr, channels, q);
-    const shape out_shape = layer_type::output_shape(in_shape);
-    std::vector<i8> actual(out_shape.elements()), expected(out_shape.elements());
-    std::vector<std::byte> workspace(layer.workspace_bytes(in_shape));
-    layer(tensor_view<const i8>(input, in_shape), tensor_view(actual.data(), out_shape), workspace);
-    reference::depthwise_conv<rounding::tflite_reference, i8>(
-        tensor_view<const i8>(input, in_shape), filter.data(), nullptr, tensor_view(expected.data(), out_shape),
-        {.kernel = {3, 3}, .pad = padding::explicit_pads(1, 3, 1, 3)}, q);
-    CHECK(actual == expected);
-    REQUIRE(mprotect(base + data_pages * page_size, page_size, PROT_READ | PROT_WRITE) == 0);
-    std::free(memory);
-  }
+  const int channels = in_shape.channels;
+  const std::size_t bytes = in_shape.elements();
+  const std::size_t data_pages = (bytes + page_size - 1) / page_size;
+  void* memory = nullptr;
+  REQUIRE(posix_memalign(&memory, page_size, (data_pages + 1) * page_size) == 0);
+  auto* base = static_cast<std::uint8_t*>(memory);
+  REQUIRE(mprotect(base + data_pages * page_size, page_size, PROT_NONE) == 0);
+  // The input ends exactly at the guard page.
+  i8* input = reinterpret_cast<i8*>(base + data_pages * page_size - bytes);
+  std::mt19937 rng(static_cast<std::uint32_t>(channels));
+  for (std::size_t i = 0; i < bytes; ++i) input[i] = random_element<i8>(rng);
+  std::vector<i8> filter(static_cast<std::size_t>(Cfg.kernel.h * Cfg.kernel.w * channels));
+  for (auto& w : filter) w = random_element<i8>(rng, -127, 127);
+  const conv_requant q = random_requant<rounding::tflite_reference, i8>(rng, channels, 0, activation::none);
+  using layer_type = depthwise<Cfg, i8>;
+  const layer_type layer(filter.data(), nullptr, channels, q);
+  const shape out_shape = layer_type::output_shape(in_shape);
+  std::vector<i8> actual(out_shape.elements()), expected(out_shape.elements());
+  std::vector<std::byte> workspace(layer.workspace_bytes(in_shape));
+  layer(tensor_view<const i8>(input, in_shape), tensor_view(actual.data(), out_shape), workspace);
+  reference::depthwise_conv<rounding::tflite_reference, i8>(
+      tensor_view<const i8>(input, in_shape), filter.data(), nullptr, tensor_view(expected.data(), out_shape),
+      {.kernel = Cfg.kernel, .stride = Cfg.stride, .dilation = Cfg.dilation, .pad = Cfg.pad}, q);
+  CHECK(actual == expected);
+  REQUIRE(mprotect(base + data_pages * page_size, page_size, PROT_READ | PROT_WRITE) == 0);
+  std::free(memory);
+}
+
+TEST_CASE("depthwise: no read past the input view (PROT_NONE guard page)") {
+  for (const int channels : {1, 15, 17, 100})
+    check_input_guard_page<depthwise_config{.kernel = {3, 3}, .pad = padding::explicit_pads(1, 3, 1, 3)}>(
+        shape{6, 7, channels});
+  // Narrow dense layers at stride 2 (VNNI: 4 x 16 or 2 x 32 channels per job, strided runs): the
+  // last job column's last tap is the input's last pixel, so reading a whole 128-byte run faults.
+  constexpr depthwise_config strided{.kernel = {3, 3}, .stride = {2, 2}, .pad = padding::valid()};
+  check_input_guard_page<strided>(shape{3, 17, 16});
+  check_input_guard_page<strided>(shape{3, 9, 32});
 }
 #endif
 
