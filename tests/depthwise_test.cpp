@@ -13,16 +13,13 @@
 #include <span>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
 
 #include "mosaiq/core.hpp"
 #include "mosaiq/ops/depthwise.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/depthwise.hpp"
 #include "mosaiq/tools/batchnorm.hpp"
+#include "guard_page.hpp"
 #include "support.hpp"
 
 namespace {
@@ -318,18 +315,11 @@ template <depthwise_config Cfg>
 void check_input_guard_page(shape in_shape) {
   CAPTURE(in_shape.channels);
   CAPTURE(in_shape.width);
-  const long page = sysconf(_SC_PAGESIZE);
-  REQUIRE(page > 0);
-  const std::size_t page_size = static_cast<std::size_t>(page);
   const int channels = in_shape.channels;
   const std::size_t bytes = in_shape.elements();
-  const std::size_t data_pages = (bytes + page_size - 1) / page_size;
-  void* memory = nullptr;
-  REQUIRE(posix_memalign(&memory, page_size, (data_pages + 1) * page_size) == 0);
-  auto* base = static_cast<std::uint8_t*>(memory);
-  REQUIRE(mprotect(base + data_pages * page_size, page_size, PROT_NONE) == 0);
-  // The input ends exactly at the guard page.
-  i8* input = reinterpret_cast<i8*>(base + data_pages * page_size - bytes);
+  const test::guarded_bytes guarded(bytes);
+  REQUIRE(guarded.ok());
+  i8* input = reinterpret_cast<i8*>(guarded.data());
   std::mt19937 rng(static_cast<std::uint32_t>(channels));
   for (std::size_t i = 0; i < bytes; ++i) input[i] = random_element<i8>(rng);
   std::vector<i8> filter(static_cast<std::size_t>(Cfg.kernel.h * Cfg.kernel.w * channels));
@@ -345,8 +335,6 @@ void check_input_guard_page(shape in_shape) {
       tensor_view<const i8>(input, in_shape), filter.data(), nullptr, tensor_view(expected.data(), out_shape),
       {.kernel = Cfg.kernel, .stride = Cfg.stride, .dilation = Cfg.dilation, .pad = Cfg.pad}, q);
   CHECK(actual == expected);
-  REQUIRE(mprotect(base + data_pages * page_size, page_size, PROT_READ | PROT_WRITE) == 0);
-  std::free(memory);
 }
 
 TEST_CASE("depthwise: no read past the input view (PROT_NONE guard page)") {

@@ -15,15 +15,12 @@
 #include <tuple>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
 
 #include "mosaiq/core.hpp"
 #include "mosaiq/ops/pointwise.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/pointwise.hpp"
+#include "guard_page.hpp"
 #include "support.hpp"
 
 namespace {
@@ -262,20 +259,13 @@ TEST_CASE("pointwise: writes stay inside a channel-slice output view") {
 
 #if defined(__linux__)
 TEST_CASE("pointwise: no read past the input view (PROT_NONE guard page)") {
-  const long page = sysconf(_SC_PAGESIZE);
-  REQUIRE(page > 0);
-  const std::size_t page_size = static_cast<std::size_t>(page);
   for (const int channels : {1, 3, 17, 63, 100}) {
     CAPTURE(channels);
     const shape in_shape{3, 7, channels};
     const std::size_t bytes = in_shape.elements();
-    const std::size_t data_pages = (bytes + page_size - 1) / page_size;
-    void* memory = nullptr;
-    REQUIRE(posix_memalign(&memory, page_size, (data_pages + 1) * page_size) == 0);
-    auto* base = static_cast<std::uint8_t*>(memory);
-    REQUIRE(mprotect(base + data_pages * page_size, page_size, PROT_NONE) == 0);
-    // The input ends exactly at the guard page.
-    i8* input = reinterpret_cast<i8*>(base + data_pages * page_size - bytes);
+    const test::guarded_bytes guarded(bytes);  // the input ends exactly at a PROT_NONE page
+    REQUIRE(guarded.ok());
+    i8* input = reinterpret_cast<i8*>(guarded.data());
     std::mt19937 rng(static_cast<std::uint32_t>(channels));
     const std::vector<i8> values = test::random_values<i8>(rng, bytes);
     std::copy(values.begin(), values.end(), input);
@@ -290,8 +280,6 @@ TEST_CASE("pointwise: no read past the input view (PROT_NONE guard page)") {
     reference::pointwise_conv<rounding::tflite_reference, i8>(tensor_view<const i8>(input, in_shape), filter.data(),
                                                               nullptr, tensor_view(expected.data(), out_shape), q);
     CHECK(actual == expected);
-    REQUIRE(mprotect(base + data_pages * page_size, page_size, PROT_READ | PROT_WRITE) == 0);
-    std::free(memory);
   }
 }
 #endif
