@@ -66,12 +66,12 @@ struct run_case {
 };
 
 // Channel counts 1, 3, 8, 15, 16, 17, 31, 32, 64, 100; odd extents including 1; batch 2. Dense
-// 16 and 32 channels take the VNNI build's contiguous-run path at stride 1 and its strided-run
+// 8, 16 and 32 channels take the VNNI build's contiguous-run path at stride 1 and its strided-run
 // path at stride 2 (breaking either fails the grid).
 constexpr run_case run_cases[] = {
     {1, 7, 9, 1, false},   {3, 5, 5, 2, true},     {8, 1, 1, 1, false},  {15, 6, 11, 1, false},
     {16, 9, 4, 1, true},   {17, 1, 13, 1, false},  {31, 8, 1, 2, false}, {64, 11, 7, 1, false},
-    {100, 4, 19, 1, true}, {16, 20, 23, 1, false}, {32, 6, 9, 1, false},
+    {100, 4, 19, 1, true}, {16, 20, 23, 1, false}, {32, 6, 9, 1, false},  {8, 5, 37, 1, false},
 };
 
 template <class T>
@@ -338,12 +338,13 @@ void check_input_guard_page(shape in_shape) {
 }
 
 TEST_CASE("depthwise: no read past the input view (PROT_NONE guard page)") {
-  for (const int channels : {1, 15, 17, 100})
+  for (const int channels : {1, 8, 15, 17, 100})
     check_input_guard_page<depthwise_config{.kernel = {3, 3}, .pad = padding::explicit_pads(1, 3, 1, 3)}>(
         shape{6, 7, channels});
-  // Narrow dense layers at stride 2 (VNNI: 4 x 16 or 2 x 32 channels per job, strided runs): the
-  // last job column's last tap is the input's last pixel, so reading a whole 128-byte run faults.
+  // Narrow dense layers at stride 2 (VNNI: 8 x 8, 4 x 16 or 2 x 32 channels per job, strided runs):
+  // the last job column's last tap is the input's last pixel, so reading a whole 128-byte run faults.
   constexpr depthwise_config strided{.kernel = {3, 3}, .stride = {2, 2}, .pad = padding::valid()};
+  check_input_guard_page<strided>(shape{3, 33, 8});
   check_input_guard_page<strided>(shape{3, 17, 16});
   check_input_guard_page<strided>(shape{3, 9, 32});
 }

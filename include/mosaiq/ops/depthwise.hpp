@@ -22,7 +22,7 @@
 // channels, four blocks in a permuted lane order (channel_position) that the 64-byte unpacks of
 // the build produce and the saturating packs of the output undo; requantization there is one
 // 64-bit product per lane (simd::avx512::multiply_by_nonnegative_multiplier) whenever the scales
-// allow it, the general form otherwise. Narrow layers (<= 32 channels) pack 2 or 4 neighbouring
+// allow it, the general form otherwise. Narrow layers (<= 32 channels) pack 2, 4 or 8 neighbouring
 // output pixels into one 64-lane job; at stride 1 over dense pixels the build then reads each
 // tap's pixels as one contiguous 64-byte run (interleave_runs), at stride 2 as every other pixel
 // of a 128-byte run (interleave_strided_runs), instead of merging masked loads.
@@ -124,10 +124,11 @@ constexpr int channel_position(int c) noexcept {
 }
 
 /// Output pixels per VNNI job for `channels` output channels: narrow layers share one 64-lane
-/// job between 2 (<= 32 channels) or 4 (<= 16) neighbouring pixels so that no lanes idle.
+/// job between 2 (<= 32 channels), 4 (<= 16) or 8 (<= 8) neighbouring pixels so that no lanes idle.
+inline constexpr int max_pixels_per_job = 8;
 constexpr int pixels_per_job(int channels) noexcept {
   if constexpr (!uses_vnni) return 1;
-  return channels <= 16 ? 4 : channels <= 32 ? 2 : 1;
+  return channels <= 8 ? 8 : channels <= 16 ? 4 : channels <= 32 ? 2 : 1;
 }
 
 /// Which input rows a register tile of TH output rows reads: output row r, kernel row kr read
@@ -193,8 +194,8 @@ struct row_job {
   std::ptrdiff_t out_pixel_stride;  // elements
   std::ptrdiff_t out_row_stride;    // elements between the output rows of a multi-row VNNI tile
   int valid_channels;               // 1..job_channels
-  // VNNI with at most 32 output channels: one 64-lane job holds `pixels` (2 or 4) neighbouring
-  // output pixels of `pixel_width` (32 or 16) lanes each; columns are then counted in jobs and
+  // VNNI with at most 32 output channels: one 64-lane job holds `pixels` (2, 4 or 8) neighbouring
+  // output pixels of `pixel_width` (32, 16 or 8) lanes each; columns are then counted in jobs and
   // `out_width` is the row's real pixel count. 1 everywhere else.
   int pixels = 1, pixel_width = 0, out_width = 0;
 };
@@ -368,18 +369,21 @@ struct vnni_path {
     emit(v, dst);
   }
 
-  // Narrow dense layers at stride 2: the `pixels` (2 or 4) source pixels of tap t are every other
-  // pixel of the run at src[t] (nullptr: a tap past KW). Two masked loads read exactly those
+  // Narrow dense layers at stride 2: the `pixels` (2, 4 or 8) source pixels of tap t are every
+  // other pixel of the run at src[t] (nullptr: a tap past KW). Two masked loads read exactly those
   // pixels' bytes (nothing between or past them) and one two-source qword permute packs them:
-  // 4 x 16-byte pixels sit at run bytes 0, 32, 64, 96; 2 x 32-byte pixels at 0 and 64. In place of
-  // 8 or 16 merge-masked loads per column: 128x128x16 stride 2 spent 70% of its time building.
+  // 8 x 8-byte pixels sit at run bytes 0, 16, ..., 112; 4 x 16 at 0, 32, 64, 96; 2 x 32 at 0 and
+  // 64. In place of 16 to 32 merge-masked loads per column: 128x128x16 stride 2 spent 70% of its
+  // time building.
   static void interleave_strided_runs(const std::uint8_t* const src[group_taps], int pixels, std::uint8_t* dst,
                                       std::uint8_t flip) noexcept {
     const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
-    const bool quarter = pixels == 4;
-    const __mmask64 half = quarter ? 0x0000FFFF0000FFFFull : 0x00000000FFFFFFFFull;
-    const __m512i pick =
-        quarter ? _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13) : _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
+    const __mmask64 half = pixels == 8   ? 0x00FF00FF00FF00FFull
+                           : pixels == 4 ? 0x0000FFFF0000FFFFull
+                                         : 0x00000000FFFFFFFFull;
+    const __m512i pick = pixels == 8   ? _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14)
+                         : pixels == 4 ? _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13)
+                                       : _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
     __m512i v[group_taps];
     for (int t = 0; t < group_taps; ++t)
       v[t] = src[t] != nullptr
@@ -390,7 +394,7 @@ struct vnni_path {
     emit(v, dst);
   }
 
-  // pixels (2 or 4) sub-vectors of `width` lanes, sub-vector k read from src[k][t]: the masked
+  // pixels (2, 4 or 8) sub-vectors of `width` lanes, sub-vector k read from src[k][t]: the masked
   // loads of every sub-vector merge into one 64-lane vector, never touching bytes past channel
   // `channels` of each source pixel; the rest is the 64-lane build above.
   static void interleave_pixels(const std::uint8_t* const (*src)[group_taps], int pixels, int width,
@@ -993,7 +997,7 @@ class depthwise {
                 continue;
               }
             }
-            const std::uint8_t* taps[4][detail::dw::group_taps];
+            const std::uint8_t* taps[detail::dw::max_pixels_per_job][detail::dw::group_taps];
             for (int k = 0; k < pixels; ++k)
               for (int t = 0; t < detail::dw::group_taps; ++t) {
                 const int x = ox * pixels + k, tap = g * detail::dw::group_taps + t;
