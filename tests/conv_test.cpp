@@ -12,12 +12,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <random>
 #include <span>
 #include <tuple>
 #include <vector>
-
 
 #include "mosaiq/core.hpp"
 #include "mosaiq/ops/conv.hpp"

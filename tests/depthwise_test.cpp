@@ -8,11 +8,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <random>
 #include <span>
 #include <vector>
-
 
 #include "mosaiq/core.hpp"
 #include "mosaiq/ops/depthwise.hpp"

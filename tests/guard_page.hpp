@@ -19,12 +19,12 @@ class guarded_bytes {
     const long page = sysconf(_SC_PAGESIZE);
     if (page <= 0) return;
     page_ = static_cast<std::size_t>(page);
-    data_pages_ = (bytes + page_ - 1) / page_;
-    if (posix_memalign(&memory_, page_, (data_pages_ + 1) * page_) != 0) {
+    const std::size_t data_pages = (bytes + page_ - 1) / page_;
+    if (posix_memalign(&memory_, page_, (data_pages + 1) * page_) != 0) {
       memory_ = nullptr;
       return;
     }
-    guard_ = static_cast<std::uint8_t*>(memory_) + data_pages_ * page_;
+    guard_ = static_cast<std::uint8_t*>(memory_) + data_pages * page_;
     if (mprotect(guard_, page_, PROT_NONE) != 0) guard_ = nullptr;
     data_ = guard_ ? guard_ - bytes : nullptr;
   }
@@ -42,7 +42,7 @@ class guarded_bytes {
   void* memory_ = nullptr;
   std::uint8_t* guard_ = nullptr;
   std::uint8_t* data_ = nullptr;
-  std::size_t page_ = 0, data_pages_ = 0;
+  std::size_t page_ = 0;
 };
 
 }  // namespace mosaiq::test

@@ -9,12 +9,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <random>
 #include <span>
 #include <tuple>
 #include <vector>
-
 
 #include "mosaiq/core.hpp"
 #include "mosaiq/ops/pointwise.hpp"
