@@ -460,20 +460,26 @@ struct vnni_path {
         }
       } else {
         const auto& lanes = static_cast<const simd::avx512::requant_lanes*>(job.lanes)[b];
+        constexpr bool left = Q == epilogue_kind::lanes_left;
+        constexpr bool folded = Q == epilogue_kind::lanes_folded || Q == epilogue_kind::lanes_folded_sign_free;
+        constexpr bool blend = Q != epilogue_kind::lanes_folded_sign_free;
+        using vectors = simd::avx512::requant_lane_vectors<left, blend>;
+        // Read once per block, before the stores: the compiler cannot keep constants it reads after
+        // each (possibly aliasing) byte store in registers, and reloaded them for every vector
+        // (hoisting: 112x112 32->64 102 -> 92 us, 3x3 stem 72 -> 68 us on Zen 5).
+        const vectors constants = vectors::read(lanes);
 #pragma GCC unroll 16
         for (int p = 0; p < MR; ++p) {
           T* const to = out + p * job.out_stride + b * block;
-          if constexpr (Q == epilogue_kind::lanes_folded || Q == epilogue_kind::lanes_folded_sign_free) {
+          if constexpr (folded) {
             // Zero point in the offsets, no activation clamp: saturating narrowing is the clamp.
-            const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier<false, Q == epilogue_kind::lanes_folded>(
-                acc[p][b], lanes);
+            const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc[p][b], constants);
             if constexpr (std::same_as<T, i8>)
               _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
             else
               _mm512_mask_cvtusepi32_storeu_epi8(to, store_mask, _mm512_max_epi32(v, _mm512_setzero_si512()));
           } else {
-            __m512i v = _mm512_add_epi32(
-                simd::avx512::multiply_by_nonnegative_multiplier<Q == epilogue_kind::lanes_left>(acc[p][b], lanes), zp);
+            __m512i v = _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier(acc[p][b], constants), zp);
             v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
             _mm_mask_storeu_epi8(to, store_mask, _mm512_cvtepi32_epi8(v));
           }
@@ -1151,15 +1157,18 @@ class pointwise {
       const int ch = c0 + b * block;
       const __m512i bias = _mm512_loadu_si512(bias_.data() + ch), multiplier = _mm512_loadu_si512(mult_.data() + ch),
                     left = _mm512_loadu_si512(left_.data() + ch), right = _mm512_loadu_si512(right_.data() + ch);
-      const simd::avx512::requant_lanes& lanes = lanes_[static_cast<std::size_t>(ch / block)];
+      constexpr bool folded = Q == lane_requant::lanes_folded || Q == lane_requant::lanes_folded_sign_free;
+      using vectors =
+          simd::avx512::requant_lane_vectors<Q == lane_requant::lanes_left, Q != lane_requant::lanes_folded_sign_free>;
+      // Read once per block, before the stores (see vnni_path::tile).
+      const vectors lanes = vectors::read(lanes_[static_cast<std::size_t>(ch / block)]);
       const bool split = split_weights_;
       for (int r = 0; r < rows; ++r) {
         __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + r * NB * block + b * block), bias);
         if (split) acc = _mm512_add_epi32(acc, _mm512_set1_epi32(pixel_offset[r]));
         T* const to = out + r * out_stride + b * block;
-        if constexpr (Q == lane_requant::lanes_folded || Q == lane_requant::lanes_folded_sign_free) {
-          const __m512i v =
-              simd::avx512::multiply_by_nonnegative_multiplier<false, Q == lane_requant::lanes_folded>(acc, lanes);
+        if constexpr (folded) {
+          const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc, lanes);
           if constexpr (is_int8)
             _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
           else
@@ -1170,8 +1179,7 @@ class pointwise {
         if constexpr (Q == lane_requant::general) {
           v = simd::avx512::requantize_epi32<R>(acc, multiplier, left, right, zp, lo, hi);
         } else {
-          v = _mm512_add_epi32(
-              simd::avx512::multiply_by_nonnegative_multiplier<Q == lane_requant::lanes_left>(acc, lanes), zp);
+          v = _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier(acc, lanes), zp);
           v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
         }
         _mm_mask_storeu_epi8(out + r * out_stride + b * block, store_mask, _mm512_cvtepi32_epi8(v));
