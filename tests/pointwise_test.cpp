@@ -4,6 +4,8 @@
 // tile, zero points at the ends of their ranges, weights that do and do not fit int8 after the
 // filter zero point, pixel strides and unaligned pointers. Plus guard tests: nothing outside the
 // output view is written, nothing past the input view is read (PROT_NONE page).
+#include "mosaiq/ops/pointwise.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,11 +16,10 @@
 #include <tuple>
 #include <vector>
 
+#include "guard_page.hpp"
 #include "mosaiq/core.hpp"
-#include "mosaiq/ops/pointwise.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/pointwise.hpp"
-#include "guard_page.hpp"
 #include "support.hpp"
 
 namespace {
@@ -35,7 +36,9 @@ struct config_case {
 // narrower tail tile); the ISA default tile and two explicit ones (5 x 32, 2 x 64); both roundings.
 using configs =
     std::tuple<config_case<pointwise_config{.out_channels = 1}>,
+               config_case<pointwise_config{.out_channels = 2, .act = activation::relu}>,
                config_case<pointwise_config{.out_channels = 3, .round = rounding::single_round}>,
+               config_case<pointwise_config{.out_channels = 4, .act = activation::relu6}>,
                config_case<pointwise_config{.out_channels = 7, .tile = {5, 32}, .act = activation::relu6}>,
                config_case<pointwise_config{.out_channels = 8, .tile = {2, 64}, .round = rounding::single_round}>,
                config_case<pointwise_config{.out_channels = 17}>,
@@ -279,5 +282,54 @@ TEST_CASE("pointwise: no read past the input view (PROT_NONE guard page)") {
                                                               nullptr, tensor_view(expected.data(), out_shape), q);
     CHECK(actual == expected);
   }
+}
+
+// Layers of at most 4 output channels read the input in place, 16 pixels at a time (the VNNI
+// narrow kernel): neither the last pixel's row nor a pixel tail may read past the input, and the
+// output's tail is written with masks that must stop at its end.
+template <int OutChannels, class T>
+void check_narrow_guarded(int channels, int pixels, bool wide_weights) {
+  CAPTURE(OutChannels);
+  CAPTURE(channels);
+  CAPTURE(pixels);
+  CAPTURE(wide_weights);
+  const shape in_shape{1, pixels, channels};
+  const test::guarded_bytes guarded_in(in_shape.elements());
+  const shape out_shape{1, pixels, OutChannels};
+  const test::guarded_bytes guarded_out(out_shape.elements());
+  REQUIRE(guarded_in.ok());
+  REQUIRE(guarded_out.ok());
+  T* input = reinterpret_cast<T*>(guarded_in.data());
+  T* actual = reinterpret_cast<T*>(guarded_out.data());
+  std::mt19937 rng(static_cast<std::uint32_t>(channels * 131 + pixels));
+  const std::vector<T> values = test::random_values<T>(rng, in_shape.elements());
+  std::copy(values.begin(), values.end(), input);
+  // u8: full-range weights with zero point 7 split them (pixel sums in the kernel).
+  const int filter_zp = std::same_as<T, u8> ? (wide_weights ? 7 : 128) : 0;
+  const std::vector<T> filter =
+      std::same_as<T, u8> && !wide_weights
+          ? test::random_values<T>(rng, static_cast<std::size_t>(OutChannels) * channels, 28, 228)
+          : test::random_values<T>(rng, static_cast<std::size_t>(OutChannels) * channels);
+  const conv_requant q =
+      random_requant<rounding::tflite_reference, T>(rng, OutChannels, 3, filter_zp, activation::none);
+  using layer_type = pointwise<pointwise_config{.out_channels = OutChannels}, T>;
+  const layer_type layer(filter.data(), nullptr, channels, q);
+  std::vector<std::byte> workspace(layer.workspace_bytes(in_shape));
+  layer(tensor_view<const T>(input, in_shape), tensor_view<T>(actual, out_shape), workspace);
+  std::vector<T> expected(out_shape.elements());
+  reference::pointwise_conv<rounding::tflite_reference, T>(tensor_view<const T>(input, in_shape), filter.data(),
+                                                           nullptr, tensor_view(expected.data(), out_shape), q);
+  CHECK(std::equal(expected.begin(), expected.end(), actual));
+}
+
+TEST_CASE("pointwise, at most 4 output channels: no access past the input or output (PROT_NONE guard pages)") {
+  for (const int channels : {1, 4, 13, 16, 32, 35})
+    for (const int pixels : {1, 16, 23}) {
+      check_narrow_guarded<1, u8>(channels, pixels, pixels == 16);
+      check_narrow_guarded<2, u8>(channels, pixels, pixels != 16);
+      check_narrow_guarded<3, i8>(channels, pixels, false);
+      check_narrow_guarded<4, i8>(channels, pixels, false);
+      check_narrow_guarded<4, u8>(channels, pixels, true);
+    }
 }
 #endif
