@@ -172,13 +172,18 @@ struct patch_rows {
         continue;
       }
       const std::uint8_t* src_row = image + iy * row_stride;
-      for (int kx = 0; kx < kw; ++kx) {
-        const int ix = ix0 + kx * dw;
-        if (ix < 0 || ix >= in_w)
-          std::memset(dst + kx * c, zero_point, static_cast<std::size_t>(c));
-        else
-          copy_bytes(dst + kx * c, src_row + ix * pixel_stride, c);
+      // Taps kx_lo..kx_hi-1 are inside the row: one run when the kernel row is contiguous.
+      const int kx_lo = std::clamp((-ix0 + dw - 1) / dw, 0, kw);
+      const int last = in_w - 1 - ix0;  // the last tap inside is at kx * dw <= last
+      const int kx_hi = last < 0 ? kx_lo : std::clamp(last / dw + 1, kx_lo, kw);
+      if (kx_lo > 0) std::memset(dst, zero_point, static_cast<std::size_t>(kx_lo) * static_cast<std::size_t>(c));
+      if (rows_contiguous) {
+        copy_bytes(dst + kx_lo * c, src_row + (ix0 + kx_lo * dw) * pixel_stride, (kx_hi - kx_lo) * c);
+      } else {
+        for (int kx = kx_lo; kx < kx_hi; ++kx) copy_bytes(dst + kx * c, src_row + (ix0 + kx * dw) * pixel_stride, c);
       }
+      if (kx_hi < kw)
+        std::memset(dst + kx_hi * c, zero_point, static_cast<std::size_t>(kw - kx_hi) * static_cast<std::size_t>(c));
     }
   }
 
