@@ -666,8 +666,11 @@ struct neon_path {
 #endif
   }
 
-  template <int MR, int NB, rounding R, class T>
+  /// Quads: 4-channel quads of each block to compute (fewer than 4 only for layers of one block:
+  /// a 2-channel class head computes one quad, a quarter of the dot products and requantization).
+  template <int MR, int NB, rounding R, class T, int Quads = 4>
   static void tile(const tile_job& job) noexcept {
+    static_assert(Quads >= 1 && Quads <= 4);
     const auto* a = static_cast<const input_type*>(job.input);
     const auto* w = static_cast<const weight_type*>(job.weights);
 #if defined(__ARM_FEATURE_DOTPROD)
@@ -687,7 +690,7 @@ struct neon_path {
 #pragma GCC unroll 8
       for (int b = 0; b < NB; ++b)
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) wv[b][q] = vld1q_s8(w + (g * NB + b) * block_elements + q * 16);
+        for (int q = 0; q < Quads; ++q) wv[b][q] = vld1q_s8(w + (g * NB + b) * block_elements + q * 16);
 #pragma GCC unroll 16
       for (int p = 0; p < MR; ++p) {
         const std::uint32_t x4 = load_u32(a + p * job.input_stride + g * group);
@@ -696,13 +699,13 @@ struct neon_path {
 #pragma GCC unroll 8
         for (int b = 0; b < NB; ++b)
 #pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) acc[p][b][q] = vdotq_s32(acc[p][b][q], wv[b][q], x);
+          for (int q = 0; q < Quads; ++q) acc[p][b][q] = vdotq_s32(acc[p][b][q], wv[b][q], x);
 #else
         const int8x8_t x = vreinterpret_s8_u32(vdup_n_u32(x4));
 #pragma GCC unroll 8
         for (int b = 0; b < NB; ++b)
 #pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) {
+          for (int q = 0; q < Quads; ++q) {
             acc[p][b][2 * q] = vpadalq_s16(acc[p][b][2 * q], vmull_s8(vget_low_s8(wv[b][q]), x));
             acc[p][b][2 * q + 1] = vpadalq_s16(acc[p][b][2 * q + 1], vmull_s8(vget_high_s8(wv[b][q]), x));
           }
@@ -717,9 +720,9 @@ struct neon_path {
       T* out = static_cast<T*>(job.out) + p * job.out_stride;
 #pragma GCC unroll 8
       for (int b = 0; b < NB; ++b) {
-        int16x4_t narrow[4];
+        int16x4_t narrow[4] = {vdup_n_s16(0), vdup_n_s16(0), vdup_n_s16(0), vdup_n_s16(0)};
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) {
+        for (int q = 0; q < Quads; ++q) {
           const int c = b * block + q * 4;
 #if defined(__ARM_FEATURE_DOTPROD)
           const int32x4_t dots = acc[p][b][q];
@@ -1255,10 +1258,13 @@ class pointwise {
       tile.input = packed + p * job.input_stride;
       tile.pixel_offset = offsets + p;
       tile.out = out + p * job.out_stride;
-      if constexpr (Q == lane_requant::general)
-        path::template tile<MR, NB, R, T>(tile);
+      if constexpr (Q != lane_requant::general) path::template tile<MR, NB, R, T, Q>(tile);
+#if defined(__ARM_NEON)
+      else if constexpr (std::same_as<path, detail::pw::neon_path> && blocks == 1)
+        path::template tile<MR, NB, R, T, (out_channels + 3) / 4>(tile);
+#endif
       else
-        path::template tile<MR, NB, R, T, Q>(tile);
+        path::template tile<MR, NB, R, T>(tile);
     }
     if constexpr (MR > 1) run_pixel_tiles<MR / 2, NB, Q>(job, p, block_pixels);
   }
