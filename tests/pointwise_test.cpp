@@ -41,6 +41,7 @@ using configs =
                config_case<pointwise_config{.out_channels = 4, .act = activation::relu6}>,
                config_case<pointwise_config{.out_channels = 7, .tile = {5, 32}, .act = activation::relu6}>,
                config_case<pointwise_config{.out_channels = 8, .tile = {2, 64}, .round = rounding::single_round}>,
+               config_case<pointwise_config{.out_channels = 11, .act = activation::relu}>,
                config_case<pointwise_config{.out_channels = 17}>,
                config_case<pointwise_config{.out_channels = 17, .tile = {5, 32}, .round = rounding::single_round}>,
                config_case<pointwise_config{.out_channels = 64}>,

@@ -212,6 +212,7 @@ struct avx2_path {
   using weight_type = std::int16_t;
   using input_type = std::int16_t;
   static constexpr bool signed_input = false;
+  static constexpr bool quad_tiles = true;  // tile<..., Quads>
   static constexpr pointwise_tile default_tile{3, 16};
 
   template <bool Sum>
@@ -235,8 +236,11 @@ struct avx2_path {
     return sum;
   }
 
-  template <int MR, int NB, rounding R, class T>
+  /// Quads: 4-channel quads of each block to compute (fewer than 4 only for one-block layers: at
+  /// most 8 channels also requantize only the first half).
+  template <int MR, int NB, rounding R, class T, int Quads = 4>
   static void tile(const tile_job& job) noexcept {
+    static_assert(Quads >= 1 && Quads <= 4);
     const auto* a = static_cast<const input_type*>(job.input);
     const auto* w = static_cast<const weight_type*>(job.weights);
     // acc[p][b][q]: channels 4q..4q+3 of block b, two lanes (k01, k23) per channel.
@@ -257,7 +261,7 @@ struct avx2_path {
 #pragma GCC unroll 8
         for (int b = 0; b < NB; ++b)
 #pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) {
+          for (int q = 0; q < Quads; ++q) {
             const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + (b * 4 + q) * 16));
             acc[p][b][q] = _mm256_add_epi32(acc[p][b][q], _mm256_madd_epi16(x, wq));
           }
@@ -272,7 +276,8 @@ struct avx2_path {
 #pragma GCC unroll 8
       for (int b = 0; b < NB; ++b) {
         alignas(16) std::uint8_t bytes[block];
-        kernel::requantize_pair_sums<R>(acc[p][b], pixel_offset, job, b * block, zp, lo, hi, bytes);
+        kernel::requantize_pair_sums<R, tile_job, (Quads + 1) / 2>(acc[p][b], pixel_offset, job, b * block, zp, lo, hi,
+                                                                   bytes);
         const int valid = job.valid_channels - b * block;
         std::memcpy(out + b * block, bytes, static_cast<std::size_t>(valid >= block ? block : valid));
       }
@@ -291,6 +296,7 @@ struct avx_vnni_path {
   using weight_type = std::int8_t;
   using input_type = std::uint8_t;
   static constexpr bool signed_input = false;
+  static constexpr bool quad_tiles = true;  // tile<..., Quads>
   static constexpr pointwise_tile default_tile{6, 16};
 
   template <bool Sum>
@@ -313,8 +319,12 @@ struct avx_vnni_path {
     return sum;
   }
 
-  template <int MR, int NB, rounding R, class T>
+  /// Quads: 4-channel quads of each block to compute (fewer than 4 only for one-block layers: at
+  /// most 8 channels skip the second half's dot products; its epilogue is skipped anyway).
+  template <int MR, int NB, rounding R, class T, int Quads = 4>
   static void tile(const tile_job& job) noexcept {
+    static_assert(Quads >= 1 && Quads <= 4);
+    constexpr int halves = (Quads + 1) / 2;
     const auto* a = static_cast<const input_type*>(job.input);
     const auto* w = static_cast<const weight_type*>(job.weights);
     const auto load = [](const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); };
@@ -332,14 +342,14 @@ struct avx_vnni_path {
 #pragma GCC unroll 8
       for (int b = 0; b < NB; ++b)
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) wv[b][h] = load(w + (g * NB + b) * block_elements + h * 32);
+        for (int h = 0; h < halves; ++h) wv[b][h] = load(w + (g * NB + b) * block_elements + h * 32);
 #pragma GCC unroll 16
       for (int p = 0; p < MR; ++p) {
         const __m256i x = _mm256_set1_epi32(static_cast<int>(load_u32(a + p * job.input_stride + g * group)));
 #pragma GCC unroll 8
         for (int b = 0; b < NB; ++b)
 #pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) acc[p][b][h] = _mm256_dpbusd_avx_epi32(acc[p][b][h], x, wv[b][h]);
+          for (int h = 0; h < halves; ++h) acc[p][b][h] = _mm256_dpbusd_avx_epi32(acc[p][b][h], x, wv[b][h]);
       }
     }
     const __m256i zp = _mm256_set1_epi32(job.output_zero_point), lo = _mm256_set1_epi32(job.clamp_min),
@@ -629,6 +639,7 @@ struct neon_path {
   using weight_type = std::int8_t;
   using input_type = std::int8_t;
   static constexpr bool signed_input = true;
+  static constexpr bool quad_tiles = true;  // tile<..., Quads>
 #if defined(__ARM_FEATURE_DOTPROD)
   static constexpr pointwise_tile default_tile{4, 16};
 #elif defined(__aarch64__)
@@ -781,6 +792,13 @@ struct rows_access;
 template <class Path>
 concept picks_tile_per_layer = requires {
   { Path::tile_for(1) } -> std::same_as<pointwise_tile>;
+};
+
+/// Whether Path's tile takes a Quads argument: the 4-channel quads of each block it computes,
+/// fewer than 4 for layers of one block.
+template <class Path>
+inline constexpr bool computes_quads = requires {
+  requires Path::quad_tiles;
 };
 
 /// The tile a layer of `out_channels` gets when its config names none.
@@ -1258,11 +1276,10 @@ class pointwise {
       tile.input = packed + p * job.input_stride;
       tile.pixel_offset = offsets + p;
       tile.out = out + p * job.out_stride;
-      if constexpr (Q != lane_requant::general) path::template tile<MR, NB, R, T, Q>(tile);
-#if defined(__ARM_NEON)
-      else if constexpr (std::same_as<path, detail::pw::neon_path> && blocks == 1)
+      if constexpr (Q != lane_requant::general)
+        path::template tile<MR, NB, R, T, Q>(tile);
+      else if constexpr (detail::pw::computes_quads<path> && blocks == 1)
         path::template tile<MR, NB, R, T, (out_channels + 3) / 4>(tile);
-#endif
       else
         path::template tile<MR, NB, R, T>(tile);
     }

@@ -40,26 +40,27 @@ bool needs_split_weights(const T* filter, std::size_t count, std::int32_t filter
 template <rounding R, class T, class Job>
 inline void requantize_store(const Job& job, const std::int32_t* acc, T* out) noexcept {
   for (int c = 0; c < job.valid_channels; ++c)
-    out[c] = requantize<R, T>(acc[c], {job.multiplier[c], job.left_shift[c], job.right_shift[c]},
-                              job.output_zero_point, job.clamp_min, job.clamp_max);
+    out[c] = requantize<R, T>(acc[c], {job.multiplier[c], job.left_shift[c], job.right_shift[c]}, job.output_zero_point,
+                              job.clamp_min, job.clamp_max);
 }
 
 #if defined(__AVX2__)
 /// AVX2 paths: 16 channels held as (taps 01, taps 23) pair sums, channels 4q..4q+3 in acc[q], plus
-/// `offset` and the job's bias from channel c0, requantized into 16 bytes.
-template <rounding R, class Job>
+/// `offset` and the job's bias from channel c0, requantized into 16 bytes (Halves = 1: the first 8
+/// only, the other 8 bytes left as they are).
+template <rounding R, class Job, int Halves = 2>
 [[gnu::always_inline]] inline void requantize_pair_sums(const __m256i acc[4], __m256i offset, const Job& job, int c0,
                                                         __m256i zp, __m256i lo, __m256i hi,
                                                         std::uint8_t bytes[16]) noexcept {
   const auto load = [](const std::int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
 #pragma GCC unroll 2
-  for (int half = 0; half < 2; ++half) {
+  for (int half = 0; half < Halves; ++half) {
     // hadd leaves channels as [0 1 4 5 | 2 3 6 7]; the 64-bit permute restores the order.
     const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[2 * half], acc[2 * half + 1]), 0b11011000);
     const int c = c0 + half * 8;
-    const __m256i v = simd::avx2::requantize_epi32<R>(_mm256_add_epi32(_mm256_add_epi32(sums, offset), load(job.bias + c)),
-                                                      load(job.multiplier + c), load(job.left_shift + c),
-                                                      load(job.right_shift + c), zp, lo, hi);
+    const __m256i v = simd::avx2::requantize_epi32<R>(
+        _mm256_add_epi32(_mm256_add_epi32(sums, offset), load(job.bias + c)), load(job.multiplier + c),
+        load(job.left_shift + c), load(job.right_shift + c), zp, lo, hi);
     simd::avx2::store_low_bytes(bytes + half * 8, v);
   }
 }
