@@ -260,52 +260,26 @@ TEST_CASE("pointwise: writes stay inside a channel-slice output view") {
 }
 
 #if defined(__linux__)
-TEST_CASE("pointwise: no read past the input view (PROT_NONE guard page)") {
-  for (const int channels : {1, 3, 17, 63, 100}) {
-    CAPTURE(channels);
-    const shape in_shape{3, 7, channels};
-    const std::size_t bytes = in_shape.elements();
-    const test::guarded_bytes guarded(bytes);  // the input ends exactly at a PROT_NONE page
-    REQUIRE(guarded.ok());
-    i8* input = reinterpret_cast<i8*>(guarded.data());
-    std::mt19937 rng(static_cast<std::uint32_t>(channels));
-    const std::vector<i8> values = test::random_values<i8>(rng, bytes);
-    std::copy(values.begin(), values.end(), input);
-    const std::vector<i8> filter = test::random_values<i8>(rng, 20 * static_cast<std::size_t>(channels));
-    const conv_requant q = random_requant<rounding::tflite_reference, i8>(rng, 20, 3, 0, activation::none);
-    using layer_type = pointwise<pointwise_config{.out_channels = 20}, i8>;
-    const layer_type layer(filter.data(), nullptr, channels, q);
-    const shape out_shape = layer_type::output_shape(in_shape);
-    std::vector<i8> actual(out_shape.elements()), expected(out_shape.elements());
-    std::vector<std::byte> workspace(layer.workspace_bytes(in_shape));
-    layer(tensor_view<const i8>(input, in_shape), tensor_view(actual.data(), out_shape), workspace);
-    reference::pointwise_conv<rounding::tflite_reference, i8>(tensor_view<const i8>(input, in_shape), filter.data(),
-                                                              nullptr, tensor_view(expected.data(), out_shape), q);
-    CHECK(actual == expected);
-  }
-}
-
-// Layers of at most 4 output channels read the input in place, 16 pixels at a time (the VNNI
-// narrow kernel): neither the last pixel's row nor a pixel tail may read past the input, and the
-// output's tail is written with masks that must stop at its end.
+// Runs a layer of OutChannels on an input and into an output that both end exactly at a PROT_NONE
+// page (any access past either view faults) and compares with the reference. u8 with wide_weights:
+// full-range weights with filter zero point 7 (split weights); else a spread that fits int8.
 template <int OutChannels, class T>
-void check_narrow_guarded(int channels, int pixels, bool wide_weights) {
+void check_guarded(shape in_shape, std::uint32_t seed, bool wide_weights) {
   CAPTURE(OutChannels);
-  CAPTURE(channels);
-  CAPTURE(pixels);
+  CAPTURE(in_shape.channels);
+  CAPTURE(in_shape.pixels());
   CAPTURE(wide_weights);
-  const shape in_shape{1, pixels, channels};
+  const int channels = in_shape.channels;
+  const shape out_shape{in_shape.height, in_shape.width, OutChannels};
   const test::guarded_bytes guarded_in(in_shape.elements());
-  const shape out_shape{1, pixels, OutChannels};
   const test::guarded_bytes guarded_out(out_shape.elements());
   REQUIRE(guarded_in.ok());
   REQUIRE(guarded_out.ok());
   T* input = reinterpret_cast<T*>(guarded_in.data());
   T* actual = reinterpret_cast<T*>(guarded_out.data());
-  std::mt19937 rng(static_cast<std::uint32_t>(channels * 131 + pixels));
+  std::mt19937 rng(seed);
   const std::vector<T> values = test::random_values<T>(rng, in_shape.elements());
   std::copy(values.begin(), values.end(), input);
-  // u8: full-range weights with zero point 7 split them (pixel sums in the kernel).
   const int filter_zp = std::same_as<T, u8> ? (wide_weights ? 7 : 128) : 0;
   const std::vector<T> filter =
       std::same_as<T, u8> && !wide_weights
@@ -323,14 +297,24 @@ void check_narrow_guarded(int channels, int pixels, bool wide_weights) {
   CHECK(std::equal(expected.begin(), expected.end(), actual));
 }
 
+TEST_CASE("pointwise: no read past the input view (PROT_NONE guard page)") {
+  for (const int channels : {1, 3, 17, 63, 100})
+    check_guarded<20, i8>(shape{3, 7, channels}, static_cast<std::uint32_t>(channels), false);
+}
+
+// Layers of at most 4 output channels read the input in place, 16 pixels at a time (the VNNI
+// narrow kernel): neither the last pixel's row nor a pixel tail may read past the input, and the
+// output's tail is written with masks that must stop at its end.
 TEST_CASE("pointwise, at most 4 output channels: no access past the input or output (PROT_NONE guard pages)") {
   for (const int channels : {1, 4, 13, 16, 32, 35})
     for (const int pixels : {1, 16, 23}) {
-      check_narrow_guarded<1, u8>(channels, pixels, pixels == 16);
-      check_narrow_guarded<2, u8>(channels, pixels, pixels != 16);
-      check_narrow_guarded<3, i8>(channels, pixels, false);
-      check_narrow_guarded<4, i8>(channels, pixels, false);
-      check_narrow_guarded<4, u8>(channels, pixels, true);
+      const shape in_shape{1, pixels, channels};
+      const auto seed = static_cast<std::uint32_t>(channels * 131 + pixels);
+      check_guarded<1, u8>(in_shape, seed, pixels == 16);
+      check_guarded<2, u8>(in_shape, seed, pixels != 16);
+      check_guarded<3, i8>(in_shape, seed, false);
+      check_guarded<4, i8>(in_shape, seed, false);
+      check_guarded<4, u8>(in_shape, seed, true);
     }
 }
 #endif

@@ -238,10 +238,10 @@ struct patch_rows {
         continue;
       }
       if (g.direct(at.image, at.oy, at.ox) == nullptr) {
-        if (!g.is_interior(at.oy, at.ox))
-          gather_border(at.image, at.oy, at.ox, patch_of(i));
-        else if (!in_register)
+        if (g.is_interior(at.oy, at.ox))
           g.gather_interior(at.image, at.oy, at.ox, patch_of(i));
+        else
+          gather_border(at.image, at.oy, at.ox, patch_of(i));
       }
       ++i;
       g.advance(at);

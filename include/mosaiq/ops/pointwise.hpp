@@ -131,6 +131,11 @@ inline constexpr int max_block_pixels = 4096;
 /// type's minimum).
 enum class epilogue_kind : std::uint8_t { general, lanes, lanes_left, lanes_folded, lanes_folded_sign_free };
 
+/// Whether kind q has the output zero point in its lane constants' offsets (requant_lanes::fold_zero_point).
+constexpr bool folds_zero_point(epilogue_kind q) noexcept {
+  return q == epilogue_kind::lanes_folded || q == epilogue_kind::lanes_folded_sign_free;
+}
+
 struct tile_job {
   const void* input;               // packed row of the tile's first pixel
   std::ptrdiff_t input_stride;     // elements between packed pixel rows
@@ -393,6 +398,13 @@ struct avx_vnni_path {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
+
+/// The constants a lane epilogue kind reads (multiply_by_nonnegative_multiplier): left shifts only
+/// for lanes_left, the sign blend for all but lanes_folded_sign_free.
+template <epilogue_kind Q>
+using lane_vectors =
+    simd::avx512::requant_lane_vectors<Q == epilogue_kind::lanes_left, Q != epilogue_kind::lanes_folded_sign_free>;
+
 struct vnni_path {
   using weight_type = std::int8_t;
   using input_type = std::uint8_t;
@@ -478,18 +490,14 @@ struct vnni_path {
         }
       } else {
         const auto& lanes = static_cast<const simd::avx512::requant_lanes*>(job.lanes)[b];
-        constexpr bool left = Q == epilogue_kind::lanes_left;
-        constexpr bool folded = Q == epilogue_kind::lanes_folded || Q == epilogue_kind::lanes_folded_sign_free;
-        constexpr bool blend = Q != epilogue_kind::lanes_folded_sign_free;
-        using vectors = simd::avx512::requant_lane_vectors<left, blend>;
         // Read once per block, before the stores: the compiler cannot keep constants it reads after
         // each (possibly aliasing) byte store in registers, and reloaded them for every vector
         // (hoisting: 112x112 32->64 102 -> 92 us, 3x3 stem 72 -> 68 us on Zen 5).
-        const vectors constants = vectors::read(lanes);
+        const lane_vectors<Q> constants = lane_vectors<Q>::read(lanes);
 #pragma GCC unroll 16
         for (int p = 0; p < MR; ++p) {
           T* const to = out + p * job.out_stride + b * block;
-          if constexpr (folded) {
+          if constexpr (folds_zero_point(Q)) {
             // Zero point in the offsets, no activation clamp: saturating narrowing is the clamp.
             const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc[p][b], constants);
             if constexpr (std::same_as<T, i8>)
@@ -606,11 +614,8 @@ template <int NC, rounding R, class T, epilogue_kind Q, bool Full>
                                             _mm512_set1_epi32(job.left_shift[c]), _mm512_set1_epi32(job.right_shift[c]),
                                             zp, lo, hi);
     } else {
-      constexpr bool folded = Q == epilogue_kind::lanes_folded || Q == epilogue_kind::lanes_folded_sign_free;
-      using vectors = simd::avx512::requant_lane_vectors<Q == epilogue_kind::lanes_left,
-                                                         Q != epilogue_kind::lanes_folded_sign_free>;
-      v = simd::avx512::multiply_by_nonnegative_multiplier(acc[c], vectors::read(job.lanes[c]));
-      if constexpr (!folded) v = _mm512_add_epi32(v, zp);
+      v = simd::avx512::multiply_by_nonnegative_multiplier(acc[c], lane_vectors<Q>::read(job.lanes[c]));
+      if constexpr (!folds_zero_point(Q)) v = _mm512_add_epi32(v, zp);
       v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
     }
     const __mmask64 byte_c = __mmask64{0x1111111111111111} << c;
@@ -1060,8 +1065,7 @@ class pointwise {
         for (int c = 0; c < out_channels; ++c) {
           for (int lane = 0; lane < detail::pw::block; ++lane)
             channel_lanes_[c].template set_lane<R>(lane, requant_scale{mult_[c], left_[c], right_[c]});
-          if (requant_ == lane_requant::lanes_folded || requant_ == lane_requant::lanes_folded_sign_free)
-            channel_lanes_[c].fold_zero_point(q.output_zero_point);
+          if (detail::pw::folds_zero_point(requant_)) channel_lanes_[c].fold_zero_point(q.output_zero_point);
         }
       }
     }
@@ -1396,17 +1400,14 @@ class pointwise {
       const int ch = c0 + b * block;
       const __m512i bias = _mm512_loadu_si512(bias_.data() + ch), multiplier = _mm512_loadu_si512(mult_.data() + ch),
                     left = _mm512_loadu_si512(left_.data() + ch), right = _mm512_loadu_si512(right_.data() + ch);
-      constexpr bool folded = Q == lane_requant::lanes_folded || Q == lane_requant::lanes_folded_sign_free;
-      using vectors =
-          simd::avx512::requant_lane_vectors<Q == lane_requant::lanes_left, Q != lane_requant::lanes_folded_sign_free>;
       // Read once per block, before the stores (see vnni_path::tile).
-      const vectors lanes = vectors::read(lanes_[static_cast<std::size_t>(ch / block)]);
+      const auto lanes = detail::pw::lane_vectors<Q>::read(lanes_[static_cast<std::size_t>(ch / block)]);
       const bool split = split_weights_;
       for (int r = 0; r < rows; ++r) {
         __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + r * NB * block + b * block), bias);
         if (split) acc = _mm512_add_epi32(acc, _mm512_set1_epi32(pixel_offset[r]));
         T* const to = out + r * out_stride + b * block;
-        if constexpr (folded) {
+        if constexpr (detail::pw::folds_zero_point(Q)) {
           const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc, lanes);
           if constexpr (is_int8)
             _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
