@@ -1,7 +1,9 @@
 // Non-maximum suppression and SSD detection post-processing with static memory:
-//  * nms(): greedy NMS over user boxes + scores with Caffe-SSD / OpenCV NMSFast_ rules.
+//  * nms(): greedy NMS over user boxes + scores with Caffe-SSD / OpenCV NMSFast_ rules; nms<nms_rule>() picks the
+//    Caffe or the TFLite NON_MAX_SUPPRESSION_V4/V5 rules (corners in either order, soft-NMS sigma) at compile time.
 //  * detection_output<Cfg>: Caffe-SSD DetectionOutput (decode, per-class threshold, top_k, NMS with eta, keep_top_k).
-//  * tflite_detection_postprocess<Cfg>: TFLite TFLite_Detection_PostProcess, fast (class-agnostic) and regular modes.
+//  * tflite_detection_postprocess<Cfg>: TFLite TFLite_Detection_PostProcess, fast (class-agnostic) and regular modes,
+//    TFLite or MediaPipe box decoding, keypoints (BlazeFace-style heads), float or quantized anchors.
 //  * soft_nms(): linear and gaussian Soft-NMS with OpenCV softNMSBoxes rules.
 // Every buffer comes from a caller's scratch span whose size is a compile-time constant of the config (or a constexpr
 // function of the box count); nothing allocates. Scores are compared with the threshold before anything else is done,
@@ -11,15 +13,16 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <concepts>
-#include <functional>
 #include <cfloat>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <span>
+#include <type_traits>
 
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/quant.hpp"
@@ -369,9 +372,12 @@ class score_reader {
   bool may_pass(std::size_t row, std::size_t c) const noexcept {
     const T value = values_[row * classes_ + c];
     if (activation_ == score_activation::softmax) return true;
-    if constexpr (quantized_element<T>) return static_cast<std::int32_t>(value) >= cut_;
-    else if (activation_ == score_activation::logistic) return !(value < logit_cut_);
-    else return passes(value);
+    if constexpr (quantized_element<T>)
+      return static_cast<std::int32_t>(value) >= cut_;
+    else if (activation_ == score_activation::logistic)
+      return !(value < logit_cut_);
+    else
+      return passes(value);
   }
 
   /// The score of class c of row (a softmax row is normalized on every call: use scores() for whole rows).
@@ -381,8 +387,10 @@ class score_reader {
       softmax_row(r);
       return row_[c];
     }
-    if constexpr (quantized_element<T>) return table_[static_cast<u8>(r[c])];
-    else return activation_ == score_activation::logistic ? sigmoid(r[c]) : r[c];
+    if constexpr (quantized_element<T>)
+      return table_[static_cast<u8>(r[c])];
+    else
+      return activation_ == score_activation::logistic ? sigmoid(r[c]) : r[c];
   }
 
   /// All scores of a row, in a buffer owned by the reader (valid until the next call).
@@ -392,8 +400,10 @@ class score_reader {
       softmax_row(r);
     } else {
       for (std::size_t c = 0; c < classes_; ++c) {
-        if constexpr (quantized_element<T>) row_[c] = table_[static_cast<u8>(r[c])];
-        else row_[c] = activation_ == score_activation::logistic ? sigmoid(r[c]) : r[c];
+        if constexpr (quantized_element<T>)
+          row_[c] = table_[static_cast<u8>(r[c])];
+        else
+          row_[c] = activation_ == score_activation::logistic ? sigmoid(r[c]) : r[c];
       }
     }
     return row_;
@@ -474,7 +484,8 @@ bool check_score_quant(const score_tensor<T>& scores) {
 template <tensor_element T>
 bool check_box_quant(const input_tensor<T>& boxes) {
   if constexpr (quantized_element<T>)
-    return require(std::isfinite(boxes.quant.scale), errc::invalid_argument, "boxes: quantization scale must be finite");
+    return require(std::isfinite(boxes.quant.scale), errc::invalid_argument,
+                   "boxes: quantization scale must be finite");
   return true;
 }
 
@@ -494,9 +505,23 @@ struct nms_options {
   std::size_t top_k = no_limit;
 };
 
-/// Scratch bytes nms() needs for up to `boxes` boxes.
+namespace detail {
+
+/// A candidate of TFLite's NMS queue: its current (possibly decayed) score and how many selected boxes it has been
+/// checked against (TF's suppress_begin_index), so no selected box decays it twice.
+struct tflite_candidate {
+  float score;
+  std::uint32_t index;
+  std::uint32_t checked;
+};
+
+}  // namespace detail
+
+/// Scratch bytes nms() needs for up to `boxes` boxes, under either nms_rule.
 constexpr std::size_t nms_scratch_bytes(std::size_t boxes) noexcept {
-  return detail::scratch_alignment + detail::scratch_array_bytes<detail::scored_index>(boxes) +
+  return detail::scratch_alignment +
+         std::max(detail::scratch_array_bytes<detail::scored_index>(boxes),
+                  detail::scratch_array_bytes<detail::tflite_candidate>(boxes)) +
          detail::kept_boxes::scratch_bytes(boxes);
 }
 
@@ -513,7 +538,8 @@ struct nms_workspace {
 inline std::size_t nms(std::span<const corner_box> boxes, std::span<const float> scores, const nms_options& options,
                        std::span<std::uint32_t> kept, std::span<std::byte> scratch) {
   if (!require(boxes.size() == scores.size(), errc::shape_mismatch, "nms: boxes and scores differ in length")) return 0;
-  if (!require(boxes.size() <= std::numeric_limits<std::uint32_t>::max(), errc::invalid_argument, "nms: too many boxes"))
+  if (!require(boxes.size() <= std::numeric_limits<std::uint32_t>::max(), errc::invalid_argument,
+               "nms: too many boxes"))
     return 0;
   if (!require(options.iou_threshold >= 0.0f && options.eta > 0.0f && options.eta <= 1.0f, errc::invalid_argument,
                "nms: iou_threshold must be >= 0 and eta in (0, 1]"))
@@ -521,7 +547,8 @@ inline std::size_t nms(std::span<const corner_box> boxes, std::span<const float>
   detail::scratch_arena arena(scratch);
   auto* candidates = arena.take<detail::scored_index>(boxes.size());
   detail::kept_boxes kept_boxes;
-  if (!require(kept_boxes.take(arena, boxes.size()), errc::shape_mismatch, "nms: scratch smaller than nms_scratch_bytes"))
+  if (!require(kept_boxes.take(arena, boxes.size()), errc::shape_mismatch,
+               "nms: scratch smaller than nms_scratch_bytes"))
     return 0;
   std::size_t count = 0;
   for (std::size_t i = 0; i < boxes.size(); ++i)
@@ -539,6 +566,162 @@ inline std::size_t nms(std::span<const corner_box> boxes, std::span<const float>
     if (options.eta < 1.0f && threshold > 0.5f) threshold *= options.eta;
   }
   return written;
+}
+
+// =====================================================================================================================
+// NMS rules chosen at compile time
+
+/// Whose rules a plain NMS follows.
+enum class nms_rule : std::uint8_t {
+  caffe,   ///< Caffe ApplyNMSFast / OpenCV NMSBoxes (nms_options): suppress at IoU > threshold, inverted boxes IoU 0
+  tflite,  ///< TFLite NON_MAX_SUPPRESSION_V4 / V5 (tflite_nms_options): corners in either order, IoU >= threshold,
+           ///< Gaussian soft-NMS with hard suppression first
+};
+
+/// TFLite NON_MAX_SUPPRESSION_V4 (soft_nms_sigma 0) and V5 (reference non_max_suppression.h, TF's
+/// NonMaxSuppressionV5 op). A box is two diagonal corners in either order: corner_box's (xmin, ymin) and (xmax, ymax)
+/// are TFLite's (x1, y1) and (x2, y2), and min/max of each pair are taken before the IoU. Candidates: score >
+/// score_threshold (strict; NaN never). The best current score is taken first (ties to the lower index) and checked
+/// against the boxes selected since it was last checked, newest first: IoU >= iou_threshold drops it (hard
+/// suppression, before any decay); otherwise, with sigma > 0, its score is multiplied by exp(-0.5 / sigma * iou^2)
+/// and the check stops once the score is <= score_threshold. An unchanged score selects it; a decayed score above
+/// the threshold returns it to the queue. IoU is 0 when either area is <= 0. Selected scores are the decayed ones.
+struct tflite_nms_options {
+  float iou_threshold = 0.5f;
+  float score_threshold = -std::numeric_limits<float>::infinity();
+  float soft_nms_sigma = 0.0f;
+};
+
+template <nms_rule Rule>
+using nms_options_for = std::conditional_t<Rule == nms_rule::tflite, tflite_nms_options, nms_options>;
+
+namespace detail {
+
+/// TFLite's box: min/max of each corner pair in std::min/std::max argument order (NaN coordinates behave as there).
+constexpr corner_box ordered_corners(const corner_box& b) noexcept {
+  return {b.xmax < b.xmin ? b.xmax : b.xmin, b.ymax < b.ymin ? b.ymax : b.ymin, b.xmin < b.xmax ? b.xmax : b.xmin,
+          b.ymin < b.ymax ? b.ymax : b.ymin};
+}
+
+/// TFLite's IoU of a candidate with a selected box (both with ordered corners, areas tflite_area): 0 when an area is
+/// <= 0, intersection sides clamped at 0.
+inline float tflite_nms_iou(const corner_box& c, float c_area, const corner_box& s, float s_area) noexcept {
+  const float iymax = s.ymax < c.ymax ? s.ymax : c.ymax, ixmax = s.xmax < c.xmax ? s.xmax : c.xmax;
+  const float iymin = c.ymin < s.ymin ? s.ymin : c.ymin, ixmin = c.xmin < s.xmin ? s.xmin : c.xmin;
+  const float ih = iymax - iymin, iw = ixmax - ixmin;
+  const float inter = (ih < 0 ? 0.0f : ih) * (iw < 0 ? 0.0f : iw);
+  const float ratio = inter / (c_area + s_area - inter);
+  return (c_area <= 0) | (s_area <= 0) ? 0.0f : ratio;
+}
+
+/// Whether some selected box has IoU >= threshold with the candidate. Without decay the order of the checks does not
+/// matter, so blocks are computed branch-free.
+inline bool tflite_hard_suppressed(const kept_boxes& kept, const corner_box& c, float c_area,
+                                   float threshold) noexcept {
+  for (std::size_t start = 0; start < kept.count; start += iou_block) {
+    const std::size_t end = std::min(kept.count, start + iou_block);
+    int any = 0;
+    for (std::size_t i = start; i < end; ++i) {
+      const corner_box s{kept.xmin[i], kept.ymin[i], kept.xmax[i], kept.ymax[i]};
+      any |= static_cast<int>(tflite_nms_iou(c, c_area, s, kept.area[i]) >= threshold);
+    }
+    if (any) return true;
+  }
+  return false;
+}
+
+/// The V5 check of one candidate against the boxes selected since it was last checked, newest first. Returns false
+/// on hard suppression; otherwise the candidate's score is decayed and its checked count brought up to date.
+inline bool tflite_soft_check(const kept_boxes& kept, tflite_candidate& next, const corner_box& box, float area,
+                              const tflite_nms_options& options, float scale) noexcept {
+  for (std::size_t j = kept.count; j-- > next.checked;) {
+    const corner_box s{kept.xmin[j], kept.ymin[j], kept.xmax[j], kept.ymax[j]};
+    const float iou = tflite_nms_iou(box, area, s, kept.area[j]);
+    if (iou >= options.iou_threshold) return false;
+    next.score = next.score * std::exp(scale * iou * iou);
+    if (next.score <= options.score_threshold) break;
+  }
+  next.checked = static_cast<std::uint32_t>(kept.count);
+  return true;
+}
+
+/// The TFLite queue loop over candidates[0, count) (a max-heap in tflite_candidate_after order): selects up to
+/// kept.size() boxes. Returns how many.
+inline std::size_t tflite_select(std::span<const corner_box> boxes, tflite_candidate* candidates, std::size_t count,
+                                 const tflite_nms_options& options, kept_boxes& selected, std::span<std::uint32_t> kept,
+                                 std::span<float> kept_scores) {
+  const auto after = [](const tflite_candidate& a, const tflite_candidate& b) {
+    return b.score > a.score || (b.score == a.score && b.index < a.index);
+  };
+  const bool soft = options.soft_nms_sigma > 0.0f;
+  const float scale = soft ? -0.5f / options.soft_nms_sigma : 0.0f;
+  std::make_heap(candidates, candidates + count, after);
+  while (selected.count < kept.size() && count > 0) {
+    std::pop_heap(candidates, candidates + count, after);
+    tflite_candidate next = candidates[--count];
+    const float original = next.score;
+    const corner_box box = ordered_corners(boxes[next.index]);
+    const float area = tflite_area(box);
+    if (soft ? !tflite_soft_check(selected, next, box, area, options, scale)
+             : tflite_hard_suppressed(selected, box, area, options.iou_threshold))
+      continue;
+    if (next.score == original) {
+      kept[selected.count] = next.index;
+      kept_scores[selected.count] = next.score;
+      selected.push(box, area);
+    } else if (next.score > options.score_threshold) {
+      candidates[count++] = next;
+      std::push_heap(candidates, candidates + count, after);
+    }
+  }
+  return selected.count;
+}
+
+/// TFLite NMS V4/V5 (see tflite_nms_options) into kept / kept_scores; returns the valid count.
+inline std::size_t tflite_nms(std::span<const corner_box> boxes, std::span<const float> scores,
+                              const tflite_nms_options& options, std::span<std::uint32_t> kept,
+                              std::span<float> kept_scores, std::span<std::byte> scratch) {
+  if (!require(options.iou_threshold >= 0.0f && options.iou_threshold <= 1.0f && options.soft_nms_sigma >= 0.0f,
+               errc::invalid_argument, "nms: TFLite rule needs iou_threshold in [0, 1] and soft_nms_sigma >= 0"))
+    return 0;
+  scratch_arena arena(scratch);
+  auto* candidates = arena.take<tflite_candidate>(boxes.size());
+  kept_boxes selected;
+  if (!require(selected.take(arena, std::min(boxes.size(), kept.size())), errc::shape_mismatch,
+               "nms: scratch smaller than nms_scratch_bytes"))
+    return 0;
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < boxes.size(); ++i)
+    if (scores[i] > options.score_threshold) candidates[count++] = {scores[i], static_cast<std::uint32_t>(i), 0};
+  return tflite_select(boxes, candidates, count, options, selected, kept, kept_scores);
+}
+
+}  // namespace detail
+
+/// NMS under a compile-time rule: `nms<nms_rule::tflite>(boxes, scores, {.iou_threshold = 0.5f}, kept, kept_scores,
+/// scratch)`. Writes the selected indices and their scores (TFLite V5: decayed; Caffe: as given) and returns the
+/// valid count; kept.size() is the max_output_size, and the entries after the valid count are zero, as TFLite's
+/// outputs are. kept_scores must be at least as long as kept. Bad arguments are reported through require() and
+/// return 0.
+template <nms_rule Rule>
+std::size_t nms(std::span<const corner_box> boxes, std::span<const float> scores, const nms_options_for<Rule>& options,
+                std::span<std::uint32_t> kept, std::span<float> kept_scores, std::span<std::byte> scratch) {
+  if (!require(boxes.size() == scores.size() && kept_scores.size() >= kept.size(), errc::shape_mismatch,
+               "nms: boxes/scores lengths differ or kept_scores is shorter than kept"))
+    return 0;
+  if (!require(boxes.size() <= std::numeric_limits<std::uint32_t>::max(), errc::invalid_argument,
+               "nms: too many boxes"))
+    return 0;
+  std::size_t count = 0;
+  if constexpr (Rule == nms_rule::tflite) {
+    count = detail::tflite_nms(boxes, scores, options, kept, kept_scores, scratch);
+  } else {
+    count = nms(boxes, scores, options, kept, scratch);
+    for (std::size_t i = 0; i < count; ++i) kept_scores[i] = scores[kept[i]];
+  }
+  std::fill(kept.begin() + static_cast<std::ptrdiff_t>(count), kept.end(), 0u);
+  std::fill(kept_scores.begin() + static_cast<std::ptrdiff_t>(count), kept_scores.end(), 0.0f);
+  return count;
 }
 
 // =====================================================================================================================
@@ -634,12 +817,13 @@ struct detection_output_config {
 };
 
 template <detection_output_config Cfg>
-concept valid_detection_output_config =
-    Cfg.priors > 0 && Cfg.classes > 0 && Cfg.background_label >= -1 &&
-    (Cfg.background_label < 0 || static_cast<std::size_t>(Cfg.background_label) < Cfg.classes) &&
-    Cfg.priors <= std::numeric_limits<std::uint32_t>::max() &&
-    Cfg.classes <= std::numeric_limits<std::uint32_t>::max() &&
-    Cfg.foreground_classes() * Cfg.priors <= std::numeric_limits<std::uint32_t>::max();  // (class, prior) in 32 bits
+concept valid_detection_output_config = Cfg.priors > 0 && Cfg.classes > 0 && Cfg.background_label >= -1 &&
+                                        (Cfg.background_label < 0 ||
+                                         static_cast<std::size_t>(Cfg.background_label) < Cfg.classes) &&
+                                        Cfg.priors <= std::numeric_limits<std::uint32_t>::max() &&
+                                        Cfg.classes <= std::numeric_limits<std::uint32_t>::max() &&
+                                        Cfg.foreground_classes() * Cfg.priors
+                                            <= std::numeric_limits<std::uint32_t>::max();  // (class, prior) in 32 bits
 
 /// Runtime thresholds (Caffe names and defaults: confidence -FLT_MAX, nms 0.3, eta 1).
 struct detection_thresholds {
@@ -665,7 +849,7 @@ struct detection {
 /// keep_top_k sort is unstable, equal scores are broken by lower label, then lower prior index.
 /// No detection returns 0 (Caffe instead writes one row of -1s; detection::row() of a default row is not that).
 template <detection_output_config Cfg>
-  requires valid_detection_output_config<Cfg>
+requires valid_detection_output_config<Cfg>
 class detection_output {
  public:
   static constexpr detection_output_config config = Cfg;
@@ -727,8 +911,9 @@ class detection_output {
   template <tensor_element L, tensor_element S>
   std::size_t run(input_tensor<L> loc, score_tensor<S> conf, std::span<const prior_box> priors,
                   std::span<detection> out, std::span<std::byte> scratch, std::int32_t image = 0) const {
-    if (!require(loc.values.size() == Cfg.priors * Cfg.loc_classes() * 4 && conf.values.size() == Cfg.priors * Cfg.classes &&
-                     priors.size() == Cfg.priors && out.size() >= max_detections,
+    if (!require(loc.values.size() == Cfg.priors * Cfg.loc_classes() * 4 &&
+                     conf.values.size() == Cfg.priors * Cfg.classes && priors.size() == Cfg.priors &&
+                     out.size() >= max_detections,
                  errc::shape_mismatch, "detection_output: loc/conf/priors/out sizes differ from the config"))
       return 0;
     if (!require(thresholds_.nms >= 0.0f && thresholds_.eta > 0.0f && thresholds_.eta <= 1.0f, errc::invalid_argument,
@@ -926,8 +1111,16 @@ class detection_output {
 // =====================================================================================================================
 // TFLite Detection_PostProcess
 
+/// How box encodings are decoded against their anchors.
+enum class anchor_decoding : std::uint8_t {
+  tflite,     ///< TFLite DecodeCenterSizeBoxes (decode_tf_box): [ty, tx, th, tw], sizes exp(t / scale), in double
+  mediapipe,  ///< MediaPipe TensorsToDetections DecodeBoxes (decode_mediapipe_box): float, layout from the config
+};
+
 /// Static shape of TFLite_Detection_PostProcess. classes excludes the background; background_column says whether the
-/// score tensor has classes + 1 columns with the background first.
+/// score tensor has classes + 1 columns with the background first. With keypoints > 0 each encoding row holds the
+/// 4 box values and then keypoints raw pairs (BlazeFace-style heads; TFLite reads only the first 4 values of a row),
+/// decoded for the output rows with MediaPipe's keypoint rule (decode_keypoint) and the box scales.
 struct tflite_postprocess_config {
   std::size_t anchors = 0;
   std::size_t classes = 0;
@@ -936,7 +1129,11 @@ struct tflite_postprocess_config {
   std::size_t max_classes_per_detection = 1;
   std::size_t detections_per_class = 100;
   bool use_regular_nms = false;
+  std::size_t keypoints = 0;
+  anchor_decoding decoding = anchor_decoding::tflite;
+  mediapipe_box_layout layout{};  ///< mediapipe decoding only (TFLite's is [ty, tx, th, tw], exponential sizes)
 
+  constexpr std::size_t encoding_length() const noexcept { return 4 + 2 * keypoints; }
   constexpr std::size_t score_columns() const noexcept { return classes + (background_column ? 1 : 0); }
   constexpr std::size_t classes_per_detection() const noexcept {
     return use_regular_nms ? 1 : std::min(max_classes_per_detection, classes);
@@ -949,7 +1146,10 @@ template <tflite_postprocess_config Cfg>
 concept valid_tflite_postprocess_config = Cfg.anchors > 0 && Cfg.classes > 0 &&
                                           Cfg.anchors <= std::numeric_limits<std::uint32_t>::max() &&
                                           (!Cfg.use_regular_nms || Cfg.detections_per_class > 0) &&
-                                          (Cfg.use_regular_nms || Cfg.max_classes_per_detection > 0);
+                                          (Cfg.use_regular_nms || Cfg.max_classes_per_detection > 0) &&
+                                          (Cfg.decoding == anchor_decoding::mediapipe ||
+                                           (!Cfg.layout.reverse_output_order &&
+                                            !Cfg.layout.apply_exponential_on_box_size));
 
 /// Runtime parameters (TFLite custom options).
 struct tflite_postprocess_params {
@@ -959,11 +1159,13 @@ struct tflite_postprocess_params {
 };
 
 /// Output tensors, each output_rows() long: boxes [ymin, xmin, ymax, xmax], 0-based classes (background excluded),
-/// scores. Rows after the returned count are zero (TFLite's fast mode leaves them unwritten).
+/// scores; with keypoints, output_rows() * keypoints of them, row r's at [r * keypoints, (r + 1) * keypoints).
+/// Rows after the returned count are zero (TFLite's fast mode leaves them unwritten).
 struct tflite_postprocess_outputs {
   std::span<std::array<float, 4>> boxes;
   std::span<float> classes;
   std::span<float> scores;
+  std::span<keypoint> keypoints = {};
 };
 
 /// TFLite detection postprocess (detection_postprocess.cc): boxes decoded with the TF box coder on demand, scores
@@ -973,7 +1175,7 @@ struct tflite_postprocess_outputs {
 /// Regular mode: NMS per class with detections_per_class, merged to the max_detections best (ties: lower class, then
 /// NMS order). Deviation: TFLite fails on inverted decoded boxes; here they never overlap anything.
 template <tflite_postprocess_config Cfg>
-  requires valid_tflite_postprocess_config<Cfg>
+requires valid_tflite_postprocess_config<Cfg>
 class tflite_detection_postprocess {
  public:
   static constexpr tflite_postprocess_config config = Cfg;
@@ -1004,14 +1206,45 @@ class tflite_detection_postprocess {
 
   constexpr explicit tflite_detection_postprocess(tflite_postprocess_params params = {}) noexcept : params_(params) {}
 
-  /// box_encodings [anchors][4] (ty, tx, th, tw), scores [anchors][score_columns], anchors [yc, xc, h, w].
-  /// Returns num_detections.
+  /// box_encodings [anchors][encoding_length] (ty, tx, th, tw, then the keypoint pairs), scores
+  /// [anchors][score_columns], anchors [yc, xc, h, w]. Returns num_detections.
   template <tensor_element B, tensor_element S>
   std::size_t run(input_tensor<B> box_encodings, score_tensor<S> scores, std::span<const center_box> anchors,
                   const tflite_postprocess_outputs& out, std::span<std::byte> scratch) const {
-    if (!require(box_encodings.values.size() == Cfg.anchors * 4 && scores.values.size() == Cfg.anchors * Cfg.score_columns() &&
-                     anchors.size() == Cfg.anchors && out.boxes.size() >= output_rows &&
-                     out.classes.size() >= output_rows && out.scores.size() >= output_rows,
+    if (!require(anchors.size() == Cfg.anchors, errc::shape_mismatch,
+                 "tflite_detection_postprocess: anchor count differs from the config"))
+      return 0;
+    return run_with(
+        box_encodings, scores, [anchors](std::size_t a) { return anchors[a]; }, out, scratch);
+  }
+
+  /// The same with the anchors as a tensor [anchors][4] (yc, xc, h, w), float or quantized as TFLite models store
+  /// them: each value is dequantized as it is read ((q - zero_point) * scale, TFLite's Dequantize), which gives
+  /// bit for bit the result of running on the dequantized anchors.
+  template <tensor_element B, tensor_element S, tensor_element A>
+  std::size_t run(input_tensor<B> box_encodings, score_tensor<S> scores, input_tensor<A> anchors,
+                  const tflite_postprocess_outputs& out, std::span<std::byte> scratch) const {
+    if (!require(anchors.values.size() == Cfg.anchors * 4, errc::shape_mismatch,
+                 "tflite_detection_postprocess: anchor tensor size differs from the config"))
+      return 0;
+    if (!detail::check_box_quant(anchors)) return 0;
+    return run_with(
+        box_encodings, scores,
+        [anchors](std::size_t a) {
+          const std::array<float, 4> v = anchors.four(a * 4);
+          return center_box{v[0], v[1], v[2], v[3]};
+        },
+        out, scratch);
+  }
+
+ private:
+  template <tensor_element B, tensor_element S, class Anchors>
+  std::size_t run_with(const input_tensor<B>& box_encodings, const score_tensor<S>& scores, const Anchors& anchors,
+                       const tflite_postprocess_outputs& out, std::span<std::byte> scratch) const {
+    if (!require(box_encodings.values.size() == Cfg.anchors * Cfg.encoding_length() &&
+                     scores.values.size() == Cfg.anchors * Cfg.score_columns() && out.boxes.size() >= output_rows &&
+                     out.classes.size() >= output_rows && out.scores.size() >= output_rows &&
+                     out.keypoints.size() >= output_rows * Cfg.keypoints,
                  errc::shape_mismatch, "tflite_detection_postprocess: tensor sizes differ from the config"))
       return 0;
     if (!require(params_.iou_threshold > 0.0f && params_.iou_threshold <= 1.0f, errc::invalid_argument,
@@ -1036,12 +1269,15 @@ class tflite_detection_postprocess {
       out.classes[i] = 0;
       out.scores[i] = 0;
     }
+    std::fill_n(out.keypoints.begin(), output_rows * Cfg.keypoints, keypoint{});
     const detail::score_reader<S> reader(scores, Cfg.score_columns(), params_.score_threshold, true, w.row_buffer);
-    if constexpr (Cfg.use_regular_nms) return run_regular(box_encodings, reader, anchors, out, w);
-    else return run_fast(box_encodings, reader, anchors, out, w);
+    const anchor_view<B, Anchors> source{box_encodings, anchors};
+    if constexpr (Cfg.use_regular_nms)
+      return run_regular(source, reader, out, w);
+    else
+      return run_fast(source, reader, out, w);
   }
 
- private:
   static constexpr std::size_t first_class = Cfg.background_column ? 1 : 0;
 
   struct work {
@@ -1054,9 +1290,34 @@ class tflite_detection_postprocess {
     std::uint8_t* decoded_flags = nullptr;
   };
 
-  template <tensor_element B>
-  corner_box decode(const input_tensor<B>& encodings, std::span<const center_box> anchors, std::size_t anchor) const {
-    return decode_tf_box(anchors[anchor], encodings.four(anchor * 4), params_.scales);
+  /// The encodings with the anchors they are decoded against.
+  template <tensor_element B, class Anchors>
+  struct anchor_view {
+    const input_tensor<B>& encodings;
+    const Anchors& anchors;
+  };
+
+  template <class Source>
+  corner_box decode(const Source& source, std::size_t anchor) const {
+    const std::array<float, 4> raw = source.encodings.four(anchor * Cfg.encoding_length());
+    if constexpr (Cfg.decoding == anchor_decoding::tflite)
+      return decode_tf_box(source.anchors(anchor), raw, params_.scales);
+    else
+      return decode_mediapipe_box(source.anchors(anchor), raw, params_.scales, Cfg.layout);
+  }
+
+  /// Decodes the anchor's keypoints into output row `row` (only output rows are ever decoded).
+  template <class Source>
+  void write_keypoints(const Source& source, std::size_t anchor, const tflite_postprocess_outputs& out,
+                       std::size_t row) const {
+    if constexpr (Cfg.keypoints > 0) {
+      const center_box box = source.anchors(anchor);
+      const std::size_t first = anchor * Cfg.encoding_length() + 4;
+      for (std::size_t k = 0; k < Cfg.keypoints; ++k)
+        out.keypoints[row * Cfg.keypoints + k] =
+            decode_keypoint(box, source.encodings[first + 2 * k], source.encodings[first + 2 * k + 1], params_.scales,
+                            Cfg.layout.reverse_output_order);
+    }
   }
 
   /// Greedy NMS over candidates[0, count) taken in rank order from a heap, up to `limit` kept. Returns kept count.
@@ -1082,9 +1343,9 @@ class tflite_detection_postprocess {
     return w.kept.count;
   }
 
-  template <tensor_element B, tensor_element S>
-  std::size_t run_fast(const input_tensor<B>& encodings, const detail::score_reader<S>& reader,
-                       std::span<const center_box> anchors, const tflite_postprocess_outputs& out, work& w) const {
+  template <class Source, tensor_element S>
+  std::size_t run_fast(const Source& source, const detail::score_reader<S>& reader,
+                       const tflite_postprocess_outputs& out, work& w) const {
     std::size_t count = 0;
     for (std::size_t a = 0; a < Cfg.anchors; ++a) {
       float best = 0;
@@ -1092,7 +1353,7 @@ class tflite_detection_postprocess {
       if (reader.passes(best)) w.candidates[count++] = {best, static_cast<std::uint32_t>(a)};
     }
     const std::size_t kept = greedy(w.candidates, count, Cfg.max_detections, params_.iou_threshold, w,
-                                    [&](std::size_t anchor) { return decode(encodings, anchors, anchor); });
+                                    [&](std::size_t anchor) { return decode(source, anchor); });
     constexpr std::size_t per_detection = Cfg.classes_per_detection();
     for (std::size_t i = 0; i < kept; ++i) {
       const std::uint32_t anchor = w.kept_anchors[i];
@@ -1101,6 +1362,7 @@ class tflite_detection_postprocess {
         float best = 0;
         const std::size_t label = reader.first_max(anchor, first_class, best);
         write_row(out, i, b, label - first_class, best);
+        write_keypoints(source, anchor, out, i);
       } else {
         const float* s = reader.scores(anchor);
         std::array<std::uint32_t, per_detection> top{};
@@ -1114,19 +1376,22 @@ class tflite_detection_postprocess {
           top[at] = static_cast<std::uint32_t>(c);
           filled = std::min(filled + 1, per_detection);
         }
-        for (std::size_t k = 0; k < filled; ++k) write_row(out, i * per_detection + k, b, top[k] - first_class, s[top[k]]);
+        for (std::size_t k = 0; k < filled; ++k) {
+          write_row(out, i * per_detection + k, b, top[k] - first_class, s[top[k]]);
+          write_keypoints(source, anchor, out, i * per_detection + k);
+        }
       }
     }
     return kept;
   }
 
-  template <tensor_element B, tensor_element S>
-  std::size_t run_regular(const input_tensor<B>& encodings, const detail::score_reader<S>& reader,
-                          std::span<const center_box> anchors, const tflite_postprocess_outputs& out, work& w) const {
+  template <class Source, tensor_element S>
+  std::size_t run_regular(const Source& source, const detail::score_reader<S>& reader,
+                          const tflite_postprocess_outputs& out, work& w) const {
     std::fill(w.decoded_flags, w.decoded_flags + Cfg.anchors, std::uint8_t{0});
     const auto cached_decode = [&](std::size_t anchor) {
       if (!w.decoded_flags[anchor]) {
-        w.decoded[anchor] = decode(encodings, anchors, anchor);
+        w.decoded[anchor] = decode(source, anchor);
         w.decoded_flags[anchor] = 1;
       }
       return w.decoded[anchor];
@@ -1142,8 +1407,8 @@ class tflite_detection_postprocess {
         if (reader.passes(s)) w.candidates[count++] = {s, static_cast<std::uint32_t>(a)};
       }
       if (count == 0) continue;
-      const std::size_t kept = greedy(w.candidates, count, Cfg.detections_per_class, params_.iou_threshold, w,
-                                      cached_decode);
+      const std::size_t kept =
+          greedy(w.candidates, count, Cfg.detections_per_class, params_.iou_threshold, w, cached_decode);
       // Merge (stable: earlier classes first on equal scores) and keep the max_detections best.
       std::size_t i = 0, j = 0, n = 0;
       const auto class_entry = [&](std::size_t k) {
@@ -1151,14 +1416,18 @@ class tflite_detection_postprocess {
                               static_cast<std::uint32_t>(c - first_class)};
       };
       while (n < Cfg.max_detections && (i < running_count || j < kept)) {
-        if (j >= kept || (i < running_count && !(class_entry(j).score > running[i].score))) merged[n++] = running[i++];
-        else merged[n++] = class_entry(j++);
+        if (j >= kept || (i < running_count && !(class_entry(j).score > running[i].score)))
+          merged[n++] = running[i++];
+        else
+          merged[n++] = class_entry(j++);
       }
       std::copy(merged, merged + n, running);
       running_count = n;
     }
-    for (std::size_t k = 0; k < running_count; ++k)
+    for (std::size_t k = 0; k < running_count; ++k) {
       write_row(out, k, cached_decode(running[k].anchor), running[k].label, running[k].score);
+      write_keypoints(source, running[k].anchor, out, k);
+    }
     return running_count;
   }
 
