@@ -6,6 +6,13 @@
 //    detections are checked against mosaiq's once, as sets, before anything is timed.
 //  * ssd_mobilenet_fast / ssd_mobilenet_regular: TFLite_Detection_PostProcess on 1917 anchors x 91 columns (sigmoid
 //    scores, threshold 1e-8, IoU 0.6 as exported by the TF Object Detection API), fast and regular NMS.
+//    _kp6_u8anchors: the same boxes and scores with 6 keypoints per anchor (16 encoding values, the box values
+//    unchanged) and the anchors quantized to u8 as TFLite models store them.
+//  * plain_1917_caffe / _tflite_v4 / _tflite_v5: plain NMS on the same 1917 decoded SSD-MobileNet boxes (scores: each
+//    anchor's best class, threshold 0.01, IoU 0.5, up to 100 kept) under the Caffe rule, TFLite's V4 and V5 (sigma
+//    0.5).
+#include "mosaiq/ops/nms.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -18,8 +25,6 @@
 #include <vector>
 
 #include "common.hpp"
-
-#include "mosaiq/ops/nms.hpp"
 #include "mosaiq/ops/priors.hpp"
 
 #if MOSAIQ_BENCH_OPENCV
@@ -142,17 +147,20 @@ class opencv_detection_output {
     const int n = static_cast<int>(ssd300_prior_count), classes = static_cast<int>(ssd300_classes);
     std::string proto = "name: 'ssd_postprocess'\n";
     const auto input = [&proto](const std::string& name, const std::string& dims) {
-      proto += "layer { name: '" + name + "' type: 'Input' top: '" + name + "' input_param { shape { " + dims +
-               "} } }\n";
+      proto +=
+          "layer { name: '" + name + "' type: 'Input' top: '" + name + "' input_param { shape { " + dims + "} } }\n";
     };
     input("loc", "dim: 1 dim: " + std::to_string(n * 4) + " ");
     input("conf", "dim: 1 dim: " + std::to_string(n * classes) + " ");
     input("prior", "dim: 1 dim: 2 dim: " + std::to_string(n * 4) + " ");
-    proto += "layer { name: 'detection_out' type: 'DetectionOutput' bottom: 'loc' bottom: 'conf' bottom: 'prior' "
-             "top: 'detection_out'\n  detection_output_param { num_classes: " + std::to_string(classes) +
-             " share_location: true background_label_id: 0\n    nms_param { nms_threshold: 0.45 top_k: " +
-             std::to_string(ssd300_top_k) + " }\n    code_type: CENTER_SIZE keep_top_k: " +
-             std::to_string(ssd300_keep_top_k) + " confidence_threshold: 0.01 } }\n";
+    proto +=
+        "layer { name: 'detection_out' type: 'DetectionOutput' bottom: 'loc' bottom: 'conf' bottom: 'prior' "
+        "top: 'detection_out'\n  detection_output_param { num_classes: " +
+        std::to_string(classes) +
+        " share_location: true background_label_id: 0\n    nms_param { nms_threshold: 0.45 top_k: " +
+        std::to_string(ssd300_top_k) +
+        " }\n    code_type: CENTER_SIZE keep_top_k: " + std::to_string(ssd300_keep_top_k) +
+        " confidence_threshold: 0.01 } }\n";
     net_ = cv::dnn::readNetFromCaffe(proto.data(), proto.size());
     net_.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
     net_.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);
@@ -295,24 +303,62 @@ mobilenet_inputs make_mobilenet_inputs(std::uint32_t seed) {
   return in;
 }
 
-template <bool Regular>
-void register_mobilenet(const std::string& case_name, std::shared_ptr<const mobilenet_inputs> in) {
+const std::array<center_box, mobilenet_anchor_count>& mobilenet_anchors() {
+  static const auto anchors = ssd_anchors<mobilenet_anchor_count>(ssd_mobilenet_anchor_generator);
+  return anchors;
+}
+
+constexpr std::size_t mobilenet_keypoints = 6;
+constexpr quant_params anchor_quant{1.0f / 255.0f, 0};
+
+/// The SSD-MobileNet head with keypoints: each anchor's 4 box values followed by 6 (y, x) pairs, and the anchors as
+/// the u8 tensor a quantized model ships (all anchor values lie in [0, 1]).
+struct keypoint_head {
+  std::vector<float> encodings;
+  std::vector<u8> anchors;
+};
+
+keypoint_head make_keypoint_head(const mobilenet_inputs& in, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> offset(0.0f, 1.0f);
+  constexpr std::size_t row = 4 + 2 * mobilenet_keypoints;
+  keypoint_head head{std::vector<float>(mobilenet_anchor_count * row), std::vector<u8>(mobilenet_anchor_count * 4)};
+  for (std::size_t a = 0; a < mobilenet_anchor_count; ++a) {
+    std::copy_n(in.encodings.begin() + static_cast<std::ptrdiff_t>(a * 4), 4,
+                head.encodings.begin() + static_cast<std::ptrdiff_t>(a * row));
+    for (std::size_t k = 4; k < row; ++k) head.encodings[a * row + k] = offset(rng);
+    const center_box& anchor = mobilenet_anchors()[a];
+    const std::array<float, 4> values{anchor.ycenter, anchor.xcenter, anchor.height, anchor.width};
+    for (std::size_t i = 0; i < 4; ++i) head.anchors[a * 4 + i] = quantize_value<u8>(values[i], anchor_quant);
+  }
+  return head;
+}
+
+template <bool Regular, std::size_t Keypoints>
+void register_mobilenet(const std::string& case_name, std::shared_ptr<const mobilenet_inputs> in,
+                        std::shared_ptr<const keypoint_head> head = nullptr) {
   static constexpr tflite_postprocess_config config{.anchors = mobilenet_anchor_count,
                                                     .classes = mobilenet_classes,
                                                     .max_detections = Regular ? 100 : 10,
                                                     .detections_per_class = 100,
-                                                    .use_regular_nms = Regular};
+                                                    .use_regular_nms = Regular,
+                                                    .keypoints = Keypoints};
   using op_type = tflite_detection_postprocess<config>;
-  register_row("nms", "mosaiq", case_name, [in](benchmark::State& state) {
-    static const auto anchors = ssd_anchors<mobilenet_anchor_count>(ssd_mobilenet_anchor_generator);
+  register_row("nms", "mosaiq", case_name, [in, head](benchmark::State& state) {
     const op_type op(mobilenet_params);
     auto scratch = std::make_unique<typename op_type::workspace>();
     std::vector<std::array<float, 4>> boxes(op_type::output_rows);
     std::vector<float> classes(op_type::output_rows), scores(op_type::output_rows);
+    std::vector<keypoint> keypoints(op_type::output_rows * Keypoints);
+    const tflite_postprocess_outputs outputs{boxes, classes, scores, keypoints};
     std::size_t detections = 0;
     for (auto _ : state) {
-      detections = op.run(input_tensor<float>{in->encodings}, score_tensor<float>{in->scores}, anchors,
-                          {boxes, classes, scores}, scratch->bytes);
+      if constexpr (Keypoints > 0)
+        detections = op.run(input_tensor<float>{head->encodings}, score_tensor<float>{in->scores},
+                            input_tensor<u8>{head->anchors, anchor_quant}, outputs, scratch->bytes);
+      else
+        detections = op.run(input_tensor<float>{in->encodings}, score_tensor<float>{in->scores}, mobilenet_anchors(),
+                            outputs, scratch->bytes);
       benchmark::DoNotOptimize(boxes.data());
       benchmark::ClobberMemory();
     }
@@ -322,12 +368,67 @@ void register_mobilenet(const std::string& case_name, std::shared_ptr<const mobi
   });
 }
 
+// ---------------------------------------------------------------------------------------------------------------------
+// Plain NMS under each rule, on the same boxes
+
+/// The decoded SSD-MobileNet boxes and each anchor's best foreground score.
+struct plain_nms_inputs {
+  std::vector<corner_box> boxes;
+  std::vector<float> scores;
+};
+
+plain_nms_inputs make_plain_nms_inputs(const mobilenet_inputs& in) {
+  plain_nms_inputs plain{std::vector<corner_box>(mobilenet_anchor_count), std::vector<float>(mobilenet_anchor_count)};
+  constexpr std::size_t columns = mobilenet_classes + 1;
+  for (std::size_t a = 0; a < mobilenet_anchor_count; ++a) {
+    const std::array<float, 4> encoding{in.encodings[a * 4], in.encodings[a * 4 + 1], in.encodings[a * 4 + 2],
+                                        in.encodings[a * 4 + 3]};
+    plain.boxes[a] = decode_tf_box(mobilenet_anchors()[a], encoding, {});
+    const auto row = in.scores.begin() + static_cast<std::ptrdiff_t>(a * columns);
+    plain.scores[a] = *std::max_element(row + 1, row + static_cast<std::ptrdiff_t>(columns));
+  }
+  return plain;
+}
+
+constexpr float plain_score_threshold = 0.01f, plain_iou_threshold = 0.5f;
+constexpr std::size_t plain_max_output = 100;
+
+template <nms_rule Rule>
+void register_plain_nms(const std::string& case_name, std::shared_ptr<const plain_nms_inputs> in,
+                        const nms_options_for<Rule>& options) {
+  register_row("nms", "mosaiq", case_name, [in, options](benchmark::State& state) {
+    auto scratch = std::make_unique<nms_workspace<mobilenet_anchor_count>>();
+    std::vector<std::uint32_t> kept(plain_max_output);
+    std::vector<float> kept_scores(plain_max_output);
+    std::size_t count = 0;
+    for (auto _ : state) {
+      count = nms<Rule>(in->boxes, in->scores, options, kept, kept_scores, scratch->span());
+      benchmark::DoNotOptimize(kept.data());
+      benchmark::ClobberMemory();
+    }
+    state.counters["candidates"] = static_cast<double>(
+        std::count_if(in->scores.begin(), in->scores.end(), [](float s) { return s > plain_score_threshold; }));
+    state.counters["detections"] = static_cast<double>(count);
+  });
+}
+
 void register_all() {
   register_ssd300("ssd300_realistic", score_load::realistic, 1);
   register_ssd300("ssd300_random", score_load::random, 2);
   auto mobilenet = std::make_shared<const mobilenet_inputs>(make_mobilenet_inputs(3));
-  register_mobilenet<false>("ssd_mobilenet_fast", mobilenet);
-  register_mobilenet<true>("ssd_mobilenet_regular", mobilenet);
+  auto head = std::make_shared<const keypoint_head>(make_keypoint_head(*mobilenet, 4));
+  register_mobilenet<false, 0>("ssd_mobilenet_fast", mobilenet);
+  register_mobilenet<false, mobilenet_keypoints>("ssd_mobilenet_fast_kp6_u8anchors", mobilenet, head);
+  register_mobilenet<true, 0>("ssd_mobilenet_regular", mobilenet);
+  register_mobilenet<true, mobilenet_keypoints>("ssd_mobilenet_regular_kp6_u8anchors", mobilenet, head);
+  auto plain = std::make_shared<const plain_nms_inputs>(make_plain_nms_inputs(*mobilenet));
+  register_plain_nms<nms_rule::caffe>("plain_1917_caffe", plain,
+                                      {.score_threshold = plain_score_threshold, .iou_threshold = plain_iou_threshold});
+  register_plain_nms<nms_rule::tflite>(
+      "plain_1917_tflite_v4", plain, {.iou_threshold = plain_iou_threshold, .score_threshold = plain_score_threshold});
+  register_plain_nms<nms_rule::tflite>(
+      "plain_1917_tflite_v5", plain,
+      {.iou_threshold = plain_iou_threshold, .score_threshold = plain_score_threshold, .soft_nms_sigma = 0.5f});
 }
 
 }  // namespace
