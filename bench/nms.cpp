@@ -10,7 +10,7 @@
 //    unchanged) and the anchors quantized to u8 as TFLite models store them.
 //  * plain_1917_caffe / _tflite_v4 / _tflite_v5: plain NMS on the same 1917 decoded SSD-MobileNet boxes (scores: each
 //    anchor's best class, threshold 0.01, IoU 0.5, up to 100 kept) under the Caffe rule, TFLite's V4 and V5 (sigma
-//    0.5).
+//    0.5); plain_1917_opencv_soft: the decay-only soft NMS (OpenCV softNMSBoxes rule, gaussian, sigma 0.5) on them.
 #include "mosaiq/ops/nms.hpp"
 
 #include <algorithm>
@@ -412,6 +412,23 @@ void register_plain_nms(const std::string& case_name, std::shared_ptr<const plai
   });
 }
 
+void register_opencv_soft_nms(const std::string& case_name, std::shared_ptr<const plain_nms_inputs> in) {
+  register_row("nms", "mosaiq", case_name, [in](benchmark::State& state) {
+    const auto scratch = std::make_unique<std::vector<std::byte>>(soft_nms_scratch_bytes(in->boxes.size()));
+    std::vector<std::uint32_t> kept(plain_max_output);
+    std::vector<float> kept_scores(plain_max_output);
+    const soft_nms_options options{
+        .sigma = 0.5f, .iou_threshold = plain_iou_threshold, .score_threshold = plain_score_threshold};
+    std::size_t count = 0;
+    for (auto _ : state) {
+      count = soft_nms(in->boxes, in->scores, options, kept, kept_scores, *scratch);
+      benchmark::DoNotOptimize(kept.data());
+      benchmark::ClobberMemory();
+    }
+    state.counters["detections"] = static_cast<double>(count);
+  });
+}
+
 void register_all() {
   register_ssd300("ssd300_realistic", score_load::realistic, 1);
   register_ssd300("ssd300_random", score_load::random, 2);
@@ -429,6 +446,7 @@ void register_all() {
   register_plain_nms<nms_rule::tflite>(
       "plain_1917_tflite_v5", plain,
       {.iou_threshold = plain_iou_threshold, .score_threshold = plain_score_threshold, .soft_nms_sigma = 0.5f});
+  register_opencv_soft_nms("plain_1917_opencv_soft", plain);
 }
 
 }  // namespace
