@@ -611,7 +611,7 @@ inline float tflite_nms_iou(const corner_box& c, float c_area, const corner_box&
   const float ih = iymax - iymin, iw = ixmax - ixmin;
   const float inter = (ih < 0 ? 0.0f : ih) * (iw < 0 ? 0.0f : iw);
   const float ratio = inter / (c_area + s_area - inter);
-  return (c_area <= 0) | (s_area <= 0) ? 0.0f : ratio;
+  return ((c_area <= 0) | (s_area <= 0)) ? 0.0f : ratio;
 }
 
 /// Whether some selected box has IoU >= threshold with the candidate. Without decay the order of the checks does not
@@ -1297,13 +1297,18 @@ class tflite_detection_postprocess {
     const Anchors& anchors;
   };
 
+  /// A copy, not a subobject of the template parameter object: clang 14 crashes generating code that passes
+  /// Cfg.layout itself by value.
+  static constexpr mediapipe_box_layout layout{Cfg.layout.reverse_output_order,
+                                               Cfg.layout.apply_exponential_on_box_size};
+
   template <class Source>
   corner_box decode(const Source& source, std::size_t anchor) const {
     const std::array<float, 4> raw = source.encodings.four(anchor * Cfg.encoding_length());
     if constexpr (Cfg.decoding == anchor_decoding::tflite)
       return decode_tf_box(source.anchors(anchor), raw, params_.scales);
     else
-      return decode_mediapipe_box(source.anchors(anchor), raw, params_.scales, Cfg.layout);
+      return decode_mediapipe_box(source.anchors(anchor), raw, params_.scales, layout);
   }
 
   /// Decodes the anchor's keypoints into output row `row` (only output rows are ever decoded).
@@ -1316,7 +1321,7 @@ class tflite_detection_postprocess {
       for (std::size_t k = 0; k < Cfg.keypoints; ++k)
         out.keypoints[row * Cfg.keypoints + k] =
             decode_keypoint(box, source.encodings[first + 2 * k], source.encodings[first + 2 * k + 1], params_.scales,
-                            Cfg.layout.reverse_output_order);
+                            layout.reverse_output_order);
     }
   }
 
