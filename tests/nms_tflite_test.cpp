@@ -141,6 +141,17 @@ TEST_CASE("tflite nms V5: soft-NMS decays, re-queues and returns the decayed sco
   const auto pruned = run_nms<nms_rule::tflite>(
       tflite_boxes, tflite_scores, {.iou_threshold = 1.0f, .score_threshold = 0.4f, .soft_nms_sigma = 0.5f}, 6);
   CHECK(pruned.valid == 2);
+  // A score decayed to exactly the threshold leaves the queue (TF pushes back only scores > threshold).
+  const std::vector<corner_box> pair{from_yxyx(0, 0, 1, 1), from_yxyx(0, 0, 1, 0.25f)};
+  const float iou = mosaiq::reference::tflite_nms_iou(pair[0], pair[1]);
+  CHECK(iou == 0.25f);
+  const float decayed = 0.8f * std::exp(-1.0f * iou * iou);
+  CHECK(run_nms<nms_rule::tflite>(pair, {0.9f, 0.8f},
+                                  {.iou_threshold = 0.5f, .score_threshold = decayed, .soft_nms_sigma = 0.5f}, 2)
+            .valid == 1);
+  CHECK(run_nms<nms_rule::tflite>(
+            pair, {0.9f, 0.8f}, {.iou_threshold = 0.5f, .score_threshold = decayed * 0.999f, .soft_nms_sigma = 0.5f}, 2)
+            .valid == 2);
 }
 
 TEST_CASE("tflite nms: random boxes against the reference twin, V4 and V5") {
@@ -157,10 +168,11 @@ TEST_CASE("tflite nms: random boxes against the reference twin, V4 and V5") {
       const float x = coordinate(rng), y = coordinate(rng), w = extent(rng), h = extent(rng);
       boxes[i] = {x, y, x + w, y + h};
       const int k = kind(rng);
-      if (k == 0) boxes[i] = {boxes[i].xmax, boxes[i].ymax, boxes[i].xmin, boxes[i].ymin};  // swapped corners
-      if (k == 1) boxes[i].xmax = boxes[i].xmin;                                            // zero area
-      if (k == 2 && i > 0) boxes[i] = boxes[i - 1];                                         // duplicate
-      scores[i] = k == 3 && i > 0 ? scores[i - 1] : std::round(unit(rng) * 64.0f) / 64.0f;  // many ties
+      if (k == 0) boxes[i] = {boxes[i].xmax, boxes[i].ymax, boxes[i].xmin, boxes[i].ymin};     // swapped corners
+      if (k == 1) boxes[i].xmax = boxes[i].xmin;                                               // zero area
+      if (k == 2 && i > 0) boxes[i] = boxes[i - 1];                                            // duplicate
+      if (k == 4 && trial % 2 == 1) (i % 2 == 0 ? boxes[i].ymin : boxes[i].xmax) = nan_value;  // NaN corner
+      scores[i] = k == 3 && i > 0 ? scores[i - 1] : std::round(unit(rng) * 64.0f) / 64.0f;     // many ties
     }
     const mosaiq::tflite_nms_options options{.iou_threshold = ious[static_cast<std::size_t>(trial) % ious.size()],
                                              .score_threshold = trial % 3 == 0 ? 0.25f : 0.0f,
