@@ -187,7 +187,9 @@ float worst_difference_in_epsilons(const std::vector<prior_box>& expected, const
 void check_table(const prior_model& model, std::span<const caffe_prior_layer> table) {
   const std::vector<prior_box> expected = opencv_priors(model);
   REQUIRE(expected.size() == mosaiq::caffe_prior_count(table));
-  CHECK(worst_difference_in_epsilons(expected, mosaiq_priors(table)) <= 1.0f);
+  const float worst = worst_difference_in_epsilons(expected, mosaiq_priors(table));
+  MESSAGE("largest coordinate difference from OpenCV's priors, Caffe size rule: " << worst << " float epsilons");
+  CHECK(worst <= 1.0f);
   std::vector<caffe_prior_layer> opencv_rule(table.begin(), table.end());
   for (auto& layer : opencv_rule) layer.size_rule = mosaiq::prior_size_rule::opencv;
   const auto same_rule = mosaiq_priors(opencv_rule);
