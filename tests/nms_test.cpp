@@ -1,6 +1,7 @@
 // Priors, box decoding, NMS, Caffe DetectionOutput, TFLite detection postprocess and Soft-NMS: hand-computed cases
 // for each rule, random SSD-shaped inputs against plain std::vector / std::stable_sort implementations written here,
-// and (when the build defines MOSAIQ_HAVE_OPENCV) OpenCV dnn's DetectionOutput, NMSBoxes and softNMSBoxes.
+// and (when the build defines MOSAIQ_HAVE_OPENCV) OpenCV dnn's NMSBoxes and softNMSBoxes (its PriorBox and
+// DetectionOutput: priors_opencv_test.cpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "mosaiq/ops/nms.hpp"
 
 #include "allocation_counter.hpp"
+#include "ssd_test_data.hpp"
 
 #if defined(MOSAIQ_HAVE_OPENCV)
 // OpenCV 4.6's headers mix enum types, which C++20 deprecates.
@@ -37,6 +39,9 @@ using mosaiq::corner_box;
 using mosaiq::detection;
 using mosaiq::no_limit;
 using mosaiq::prior_box;
+using mosaiq::test::check_same_detections;
+using mosaiq::test::random_ssd_inputs;
+using mosaiq::test::run_detection;
 
 constexpr float nan_value = std::numeric_limits<float>::quiet_NaN();
 constexpr float inf_value = std::numeric_limits<float>::infinity();
@@ -157,50 +162,6 @@ std::vector<detection> ref_detection_output(const std::vector<float>& loc, const
   return out;
 }
 
-void check_same_detections(const std::vector<detection>& expected, std::span<const detection> actual) {
-  REQUIRE(expected.size() == actual.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    CAPTURE(i);
-    CHECK(expected[i].label == actual[i].label);
-    CHECK(expected[i].score == actual[i].score);
-    CHECK(expected[i].box.xmin == doctest::Approx(actual[i].box.xmin).epsilon(1e-6));
-    CHECK(expected[i].box.ymin == doctest::Approx(actual[i].box.ymin).epsilon(1e-6));
-    CHECK(expected[i].box.xmax == doctest::Approx(actual[i].box.xmax).epsilon(1e-6));
-    CHECK(expected[i].box.ymax == doctest::Approx(actual[i].box.ymax).epsilon(1e-6));
-  }
-}
-
-/// Realistic SSD outputs: background-dominant softmax with a few confident objects, random box offsets.
-struct ssd_inputs {
-  std::vector<float> loc, conf;
-};
-ssd_inputs random_ssd_inputs(std::size_t priors, std::size_t classes, std::size_t loc_classes, std::mt19937& rng,
-                             int objects = 60) {
-  std::normal_distribution<float> offset(0.0f, 0.6f), noise(0.0f, 1.0f);
-  ssd_inputs in;
-  in.loc.resize(priors * loc_classes * 4);
-  for (float& v : in.loc) v = offset(rng);
-  in.conf.resize(priors * classes);
-  std::uniform_int_distribution<std::size_t> pick_prior(0, priors - 1), pick_class(1, classes - 1);
-  std::vector<float> logits(classes);
-  std::vector<int> object_class(priors, 0);
-  for (int o = 0; o < objects; ++o) {
-    const std::size_t center = pick_prior(rng), label = pick_class(rng);
-    for (std::size_t p = center; p < std::min(priors, center + 12); ++p) object_class[p] = static_cast<int>(label);
-  }
-  for (std::size_t p = 0; p < priors; ++p) {
-    for (std::size_t c = 0; c < classes; ++c) logits[c] = noise(rng);
-    logits[0] += 4.0f;
-    if (object_class[p] > 0) logits[static_cast<std::size_t>(object_class[p])] += 6.0f + noise(rng);
-    const float max = *std::max_element(logits.begin(), logits.end());
-    double sum = 0;
-    for (float& v : logits) sum += std::exp(static_cast<double>(v - max));
-    for (std::size_t c = 0; c < classes; ++c)
-      in.conf[p * classes + c] = static_cast<float>(std::exp(static_cast<double>(logits[c] - max)) / sum);
-  }
-  return in;
-}
-
 constexpr auto ssd300_priors =
     mosaiq::caffe_priors<mosaiq::caffe_prior_count(mosaiq::ssd300_prior_layers)>(mosaiq::ssd300_prior_layers);
 constexpr auto mobilenet_anchors = mosaiq::ssd_anchors<mosaiq::ssd_mobilenet_anchor_generator.anchor_count()>(
@@ -304,6 +265,10 @@ TEST_CASE("SSD300 priors: 8732, compile time equals run time") {
   std::vector<prior_box> runtime(8732);
   REQUIRE(mosaiq::generate_caffe_priors(mosaiq::ssd300_prior_layers, runtime) == 8732);
   CHECK(std::equal(runtime.begin(), runtime.end(), ssd300_priors.begin()));
+  // ssd_pascal.py's variances on every prior (Caffe's default would be 0.1 for all four).
+  CHECK(std::all_of(ssd300_priors.begin(), ssd300_priors.end(), [](const prior_box& p) {
+    return p.variance == std::array<float, 4>{0.1f, 0.1f, 0.2f, 0.2f};
+  }));
   // First prior: cell (0, 0) of conv4_3, centre 4, side 30.
   CHECK(ssd300_priors[0].box.xmin == static_cast<float>((4 - 15.) / 300.));
   CHECK(ssd300_priors[0].box.xmax == static_cast<float>((4 + 15.) / 300.));
@@ -480,16 +445,6 @@ constexpr std::array<prior_box, 4> identity_priors{{{{}, {1, 1, 1, 1}}, {{}, {1,
                                                     {{}, {1, 1, 1, 1}}}};
 const std::vector<float> hand_loc{0, 0, .4f, .4f,  .05f, 0, .45f, .4f,  .5f, .5f, .9f, .9f,  .6f, .6f, 1, 1};
 const std::vector<float> hand_conf{.1f, .8f, .1f,  .1f, .7f, .2f,  .2f, .3f, .5f,  .3f, .05f, .65f};
-
-template <mosaiq::detection_output_config Cfg>
-std::vector<detection> run_detection(const std::vector<float>& loc, const std::vector<float>& conf,
-                                     std::span<const prior_box> priors, mosaiq::detection_thresholds thresholds) {
-  static typename mosaiq::detection_output<Cfg>::workspace scratch;
-  std::vector<detection> out(std::max<std::size_t>(1, mosaiq::detection_output<Cfg>::max_detections));
-  const mosaiq::detection_output<Cfg> layer(thresholds);
-  out.resize(layer.run(mosaiq::input_tensor<float>{loc}, mosaiq::score_tensor<float>{conf}, priors, out, scratch.bytes));
-  return out;
-}
 
 std::vector<std::tuple<int, float, int>> label_score_prior(const std::vector<detection>& rows,
                                                            const std::vector<float>& loc) {
@@ -984,75 +939,6 @@ TEST_CASE("no heap allocation while running") {
 // OpenCV
 
 #if defined(MOSAIQ_HAVE_OPENCV)
-namespace {
-std::vector<detection> opencv_detection_output(const std::vector<float>& loc, const std::vector<float>& conf,
-                                               std::span<const prior_box> priors, int classes, float conf_th,
-                                               float nms_th, int top_k, int keep_top_k) {
-  const int n = static_cast<int>(priors.size());
-  const std::string proto =
-      "name: 'xcheck'\n"
-      "layer { name: 'loc' type: 'Input' top: 'loc' input_param { shape { dim: 1 dim: " + std::to_string(n * 4) + " } } }\n"
-      "layer { name: 'conf' type: 'Input' top: 'conf' input_param { shape { dim: 1 dim: " + std::to_string(n * classes) + " } } }\n"
-      "layer { name: 'prior' type: 'Input' top: 'prior' input_param { shape { dim: 1 dim: 2 dim: " + std::to_string(n * 4) + " } } }\n"
-      "layer { name: 'detection_out' type: 'DetectionOutput' bottom: 'loc' bottom: 'conf' bottom: 'prior' top: 'detection_out'\n"
-      "  detection_output_param { num_classes: " + std::to_string(classes) + " share_location: true background_label_id: 0\n"
-      "    nms_param { nms_threshold: " + std::to_string(nms_th) + " top_k: " + std::to_string(top_k) + " }\n"
-      "    code_type: CENTER_SIZE keep_top_k: " + std::to_string(keep_top_k) +
-      " confidence_threshold: " + std::to_string(conf_th) + " } }\n";
-  cv::dnn::Net net = cv::dnn::readNetFromCaffe(proto.data(), proto.size());
-  std::vector<float> prior_blob(static_cast<std::size_t>(n) * 8);
-  for (std::size_t i = 0; i < priors.size(); ++i) {
-    const auto& b = priors[i].box;
-    std::copy_n(std::array<float, 4>{b.xmin, b.ymin, b.xmax, b.ymax}.begin(), 4, &prior_blob[i * 4]);
-    std::copy_n(priors[i].variance.begin(), 4, &prior_blob[(priors.size() + i) * 4]);
-  }
-  const int loc_dims[] = {1, n * 4}, conf_dims[] = {1, n * classes}, prior_dims[] = {1, 2, n * 4};
-  net.setInput(cv::Mat(2, loc_dims, CV_32F, const_cast<float*>(loc.data())), "loc");
-  net.setInput(cv::Mat(2, conf_dims, CV_32F, const_cast<float*>(conf.data())), "conf");
-  net.setInput(cv::Mat(3, prior_dims, CV_32F, prior_blob.data()), "prior");
-  const cv::Mat result = net.forward();
-  std::vector<detection> rows;
-  const auto* r = result.ptr<float>();
-  for (std::size_t i = 0; i < result.total() / 7; ++i, r += 7)
-    if (r[2] > 0) rows.push_back({static_cast<int>(r[0]), static_cast<int>(r[1]), r[2], {r[3], r[4], r[5], r[6]}});
-  // OpenCV sorts by score; Caffe (and mosaiq) group by label.
-  std::stable_sort(rows.begin(), rows.end(), [](const detection& a, const detection& b) {
-    return a.label != b.label ? a.label < b.label : a.score > b.score;
-  });
-  return rows;
-}
-}  // namespace
-
-TEST_CASE("OpenCV DetectionOutput agrees on SSD300 and MobileNet-SSD shapes") {
-  std::mt19937 rng(21);
-  constexpr mosaiq::detection_output_config ssd300{
-      .priors = 8732, .classes = 21, .top_k = 400, .keep_top_k = 200, .code = box_code::center_size};
-  for (int trial = 0; trial < 3; ++trial) {
-    const auto in = random_ssd_inputs(8732, 21, 1, rng);
-    const auto expected = opencv_detection_output(in.loc, in.conf, ssd300_priors, 21, 0.01f, 0.45f, 400, 200);
-    CHECK(expected.size() == 200);
-    check_same_detections(expected, run_detection<ssd300>(in.loc, in.conf, ssd300_priors, {.confidence = 0.01f, .nms = 0.45f}));
-  }
-  // MobileNet-SSD: 1917 priors from PriorBox layers without step, threshold 0.3, top_k 100, keep 100.
-  constexpr std::array<mosaiq::caffe_prior_layer, 6> mobilenet_layers{{
-      {.layer_height = 19, .layer_width = 19, .min_sizes = {60}, .aspect_ratios = {2}},
-      {.layer_height = 10, .layer_width = 10, .min_sizes = {105}, .max_sizes = {150}, .aspect_ratios = {2, 3}},
-      {.layer_height = 5, .layer_width = 5, .min_sizes = {150}, .max_sizes = {195}, .aspect_ratios = {2, 3}},
-      {.layer_height = 3, .layer_width = 3, .min_sizes = {195}, .max_sizes = {240}, .aspect_ratios = {2, 3}},
-      {.layer_height = 2, .layer_width = 2, .min_sizes = {240}, .max_sizes = {285}, .aspect_ratios = {2, 3}},
-      {.layer_height = 1, .layer_width = 1, .min_sizes = {285}, .max_sizes = {300}, .aspect_ratios = {2, 3}},
-  }};
-  static_assert(mosaiq::caffe_prior_count(mobilenet_layers) == 1917);
-  constexpr auto priors = mosaiq::caffe_priors<1917>(mobilenet_layers);
-  constexpr mosaiq::detection_output_config mobilenet{
-      .priors = 1917, .classes = 21, .top_k = 100, .keep_top_k = 100, .code = box_code::center_size};
-  for (const float threshold : {0.3f, 0.01f}) {
-    const auto in = random_ssd_inputs(1917, 21, 1, rng, 30);
-    check_same_detections(opencv_detection_output(in.loc, in.conf, priors, 21, threshold, 0.45f, 100, 100),
-                          run_detection<mobilenet>(in.loc, in.conf, priors, {.confidence = threshold, .nms = 0.45f}));
-  }
-}
-
 TEST_CASE("OpenCV NMSBoxes agrees on (x, y, w, h) integer boxes") {
   std::mt19937 rng(17);
   std::uniform_int_distribution<int> position(0, 200), size(1, 60);

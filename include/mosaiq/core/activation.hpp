@@ -20,10 +20,12 @@ struct clamp_range {
 };
 
 namespace detail {
-// TFLite's Quantize(): float division, std::round, then the zero point; int conversion.
+// TFLite's Quantize(): float division, std::round, then the zero point; int conversion. A tiny scale sends
+// 6 / scale past the int32 range (to infinity below ~1e-38): such values clamp to +-2^24 first, which keeps the
+// conversion defined and changes no result, since the caller clamps every bound to the element range.
 inline std::int32_t quantize_for_range(float real, quant_params p) noexcept {
   const float tmp = std::round(real / p.scale);
-  return static_cast<std::int32_t>(static_cast<float>(p.zero_point) + tmp);
+  return static_cast<std::int32_t>(std::clamp(static_cast<float>(p.zero_point) + tmp, -16777216.0f, 16777216.0f));
 }
 }  // namespace detail
 

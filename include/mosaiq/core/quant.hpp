@@ -34,10 +34,23 @@ struct quantized_multiplier {
   friend constexpr bool operator==(const quantized_multiplier&, const quantized_multiplier&) = default;
 };
 
+/// Whether a real multiplier derived from float scales can be requantized with: finite and non-negative. Scales
+/// that pass their own checks still overflow to infinity in a float quotient (1 / 1e-45) or product (1e30 * 1e30).
+inline bool is_usable_real_multiplier(double real_multiplier) noexcept {
+  return std::isfinite(real_multiplier) && real_multiplier >= 0.0;
+}
+
+/// What quantize_multiplier returns for a real multiplier that is not usable: is_valid_multiplier() rejects it in
+/// both rounding modes, so every entry point that checks the pair refuses it with its invalid_argument error.
+inline constexpr quantized_multiplier unusable_multiplier{0, std::numeric_limits<int>::max()};
+
 /// TFLite's QuantizeMultiplier: frexp, std::round (ties away), the 2^31 carry, scales below
 /// 2^-32 flush to zero. In single_round mode shifts above 30 saturate as TFLite's build does.
+/// NaN, infinite and negative inputs give unusable_multiplier (TFLite's cast of q * 2^31 to int64
+/// is undefined for them).
 template <rounding Mode = rounding::tflite_reference>
 inline quantized_multiplier quantize_multiplier(double real_multiplier) noexcept {
+  if (!is_usable_real_multiplier(real_multiplier)) return unusable_multiplier;
   if (real_multiplier == 0.0) return {0, 0};
   int shift = 0;
   const double q = std::frexp(real_multiplier, &shift);

@@ -535,8 +535,10 @@ struct concat_fn {
                  "concat: the inputs' channel counts must add up to the output's"))
       return;
     if (!require(!needs_rescale || (reference::detail::is_usable_scale(out_quant.scale) &&
-                                    reference::detail::is_representable_zero_point<T>(out_quant.zero_point)),
-                 errc::invalid_argument, "concat: the output's scale or zero point is unusable"))
+                                    reference::detail::is_representable_zero_point<T>(out_quant.zero_point) &&
+                                    reference::detail::rescales_are_finite<T>(inputs, out_quant)),
+                 errc::invalid_argument,
+                 "concat: the output's scale or zero point is unusable, or a rescale overflows"))
       return;
 
     int first_channel = 0;
@@ -576,7 +578,7 @@ struct concat_fn {
         continue;
       }
 #endif
-      // Scalar builds, and scales whose float ratio overflows: the reference's element loop.
+      // Scalar builds (concat refused rescales that overflow above): the reference's element loop.
       for (int n = 0; n < slice.batch(); ++n)
         for (int y = 0; y < slice.height(); ++y)
           for (int x = 0; x < slice.width(); ++x) {

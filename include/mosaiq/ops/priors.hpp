@@ -291,21 +291,46 @@ constexpr std::array<prior_box, Count> caffe_priors(std::span<const caffe_prior_
   return priors;
 }
 
+/// Caffe SSD's box variances (examples/ssd/ssd_pascal.py, and the deploy prototxts of the models trained with it):
+/// centre offsets scaled by 0.1, log sizes by 0.2. A PriorBox layer without `variance` gets Caffe's default 0.1 for all
+/// four (the caffe_prior_layer default); the published SSD models all set these.
+inline constexpr std::array<float, 4> ssd_variances{0.1f, 0.1f, 0.2f, 0.2f};
+
 /// The six SSD300 VOC PriorBox layers of examples/ssd/ssd_pascal.py (8732 priors).
+// One layer per two lines, as a prototxt lists them.
+// clang-format off
 inline constexpr std::array<caffe_prior_layer, 6> ssd300_prior_layers{{
     {.layer_height = 38, .layer_width = 38, .min_sizes = {30}, .max_sizes = {60}, .aspect_ratios = {2},
-     .step_h = 8, .step_w = 8},
+     .step_h = 8, .step_w = 8, .variances = ssd_variances},
     {.layer_height = 19, .layer_width = 19, .min_sizes = {60}, .max_sizes = {111}, .aspect_ratios = {2, 3},
-     .step_h = 16, .step_w = 16},
+     .step_h = 16, .step_w = 16, .variances = ssd_variances},
     {.layer_height = 10, .layer_width = 10, .min_sizes = {111}, .max_sizes = {162}, .aspect_ratios = {2, 3},
-     .step_h = 32, .step_w = 32},
+     .step_h = 32, .step_w = 32, .variances = ssd_variances},
     {.layer_height = 5, .layer_width = 5, .min_sizes = {162}, .max_sizes = {213}, .aspect_ratios = {2, 3},
-     .step_h = 64, .step_w = 64},
+     .step_h = 64, .step_w = 64, .variances = ssd_variances},
     {.layer_height = 3, .layer_width = 3, .min_sizes = {213}, .max_sizes = {264}, .aspect_ratios = {2},
-     .step_h = 100, .step_w = 100},
+     .step_h = 100, .step_w = 100, .variances = ssd_variances},
     {.layer_height = 1, .layer_width = 1, .min_sizes = {264}, .max_sizes = {315}, .aspect_ratios = {2},
-     .step_h = 300, .step_w = 300},
+     .step_h = 300, .step_w = 300, .variances = ssd_variances},
 }};
+
+/// The six PriorBox layers of chuanqi305's MobileNet-SSD (MobileNetSSD_deploy.prototxt, 300x300, 1917 priors): no
+/// `step`, so each layer's step is 300 / its size (15.79... for 19).
+// clang-format off
+inline constexpr std::array<caffe_prior_layer, 6> mobilenet_ssd_prior_layers{{
+    {.layer_height = 19, .layer_width = 19, .min_sizes = {60}, .aspect_ratios = {2}, .variances = ssd_variances},
+    {.layer_height = 10, .layer_width = 10, .min_sizes = {105}, .max_sizes = {150}, .aspect_ratios = {2, 3},
+     .variances = ssd_variances},
+    {.layer_height = 5, .layer_width = 5, .min_sizes = {150}, .max_sizes = {195}, .aspect_ratios = {2, 3},
+     .variances = ssd_variances},
+    {.layer_height = 3, .layer_width = 3, .min_sizes = {195}, .max_sizes = {240}, .aspect_ratios = {2, 3},
+     .variances = ssd_variances},
+    {.layer_height = 2, .layer_width = 2, .min_sizes = {240}, .max_sizes = {285}, .aspect_ratios = {2, 3},
+     .variances = ssd_variances},
+    {.layer_height = 1, .layer_width = 1, .min_sizes = {285}, .max_sizes = {300}, .aspect_ratios = {2, 3},
+     .variances = ssd_variances},
+}};
+// clang-format on
 
 // ---------------------------------------------------------------------------------------------------------------------
 // TF Object Detection API SSD anchors

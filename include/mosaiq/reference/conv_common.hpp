@@ -95,7 +95,7 @@ conv_requant make_conv_requant(quant_params input, std::span<const float> filter
                                  : conv_real_multiplier_per_channel(input.scale, filter_scale, output.scale);
     const quantized_multiplier m = quantize_multiplier<R>(real);
     if (!require(is_valid_multiplier(m), errc::invalid_argument,
-                 "conv requant: input_scale * filter_scale / output_scale is too large to requantize"))
+                 "conv requant: input_scale * filter_scale / output_scale is not finite or too large to requantize"))
       return {};
     q.scales.push_back(prepare_scale<R>(m));
   }

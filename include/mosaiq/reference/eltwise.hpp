@@ -218,6 +218,19 @@ struct concat_rescale {
   }
 };
 
+/// Whether every input whose quantization differs from out_quant gets a finite float scale and bias. Extreme ratios
+/// (1 / 1e-45, 1e30 * 1e30) overflow, and the rounded NaN or infinity would then go through an undefined int
+/// conversion.
+template <quantized_element T>
+bool rescales_are_finite(std::span<const concat_input<T>> inputs, quant_params out_quant) noexcept {
+  for (const concat_input<T>& input : inputs) {
+    if (input.quant == out_quant) continue;
+    const concat_rescale rescale(input.quant, out_quant);
+    if (!is_usable_real_multiplier(rescale.scale) || !std::isfinite(rescale.bias)) return false;
+  }
+  return true;
+}
+
 }  // namespace detail
 
 /// Concatenates the inputs along channels into out, in order: input i fills channels [sum of earlier channel
@@ -249,8 +262,9 @@ void concat(std::type_identity_t<std::span<const concat_input<T>>> inputs, tenso
                "concat: the inputs' channel counts must add up to the output's"))
     return;
   if (!require(!needs_rescale || (detail::is_usable_scale(out_quant.scale) &&
-                                  detail::is_representable_zero_point<T>(out_quant.zero_point)),
-               errc::invalid_argument, "concat: the output's scale or zero point is unusable"))
+                                  detail::is_representable_zero_point<T>(out_quant.zero_point) &&
+                                  detail::rescales_are_finite<T>(inputs, out_quant)),
+               errc::invalid_argument, "concat: the output's scale or zero point is unusable, or a rescale overflows"))
     return;
 
   int first_channel = 0;

@@ -53,7 +53,7 @@ class softmax_table {
   softmax_table(quant_params input, float beta) {
     const double scaled_beta = static_cast<double>(beta) * static_cast<double>(input.scale);
     valid_ = require(std::isfinite(input.scale) && input.scale > 0.0f && std::isfinite(beta) && beta > 0.0f &&
-                         std::isfinite(scaled_beta),
+                         is_usable_real_multiplier(scaled_beta),
                      errc::invalid_argument, "softmax_table: input scale and beta must be finite and positive");
     if (!valid_) return;
     for (int i = 0; i < 256; ++i) {
