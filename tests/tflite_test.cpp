@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -632,4 +634,33 @@ TEST_CASE("tflite reader: every single-byte corruption is an error or a model, n
   // Flips inside constant data or names leave a valid model; flips in the structure are caught.
   CHECK(errors > 0);
   CHECK(!contains(read_all(bytes), "error:"));
+}
+
+// Writes the fuzzer's committed seed corpus (tests/fuzz_corpus/tflite): accepted models and rejected ones. Skipped
+// unless asked for: MOSAIQ_TFLITE_CORPUS_DIR=tests/fuzz_corpus/tflite tflite_tests --no-skip -tc='*corpus*'
+TEST_CASE("tflite reader: write the fuzz corpus" * doctest::skip()) {
+  const char* dir = std::getenv("MOSAIQ_TFLITE_CORPUS_DIR");
+  REQUIRE_MESSAGE(dir != nullptr, "set MOSAIQ_TFLITE_CORPUS_DIR");
+  const auto save = [&](const std::string& name, const std::vector<std::uint8_t>& bytes) {
+    std::ofstream(std::string(dir) + "/" + name + ".tflite", std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  };
+  for (const char* name : {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "Convolution2DTransposeBias",
+                           "AVERAGE_POOL_2D", "FULLY_CONNECTED", "MUL", "CONCATENATION", "RESHAPE", "RESIZE_BILINEAR",
+                           "SOFTMAX", "MEAN", "PAD", "HARD_SWISH", "QUANTIZE"})
+    save(std::string("accepted_") + name, files::write(accepted(name)));
+  files::model_spec external = conv_model();
+  external.external_buffers = true;
+  save("accepted_external_buffers", files::write(external));
+  const auto conv = files::write(conv_model());
+  save("rejected_truncated", std::vector<std::uint8_t>(conv.begin(), conv.begin() + conv.size() / 2));
+  files::model_spec unsupported = conv_model();
+  unsupported.ops[0].code = 99;
+  save("rejected_unsupported_op", files::write(unsupported));
+  files::model_spec dynamic = conv_model();
+  dynamic.tensors[0].shape_signature = {1, -1, -1, 4};
+  save("rejected_dynamic_shape", files::write(dynamic));
+  files::model_spec cycle = conv_model();
+  cycle.inputs = {};
+  save("rejected_missing_producer", files::write(cycle));
 }

@@ -1,0 +1,128 @@
+// The TFLite reader and graph on MediaPipe Selfie Segmentation (npm @mediapipe/selfie_segmentation, both variants).
+// The expected counts, shapes and op histograms were established independently of this reader: by walking the
+// files' flatbuffer tables by hand (vtable offsets, no flatbuffers library), and agree with the model card's
+// 256x256x3 -> 256x256x1 and 144x256x3 -> 144x256x1.
+//
+// The package directory comes from MOSAIQ_SELFIE_DIR (scripts/test fetches it with `npm pack`); without it the
+// binary prints why and exits 77 (ctest: skipped).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mosaiq/tflite/graph.hpp"
+#include "mosaiq/tflite/reader.hpp"
+
+namespace {
+
+namespace tfl = mosaiq::tflite;
+std::filesystem::path package_dir;
+
+struct expected_model {
+  const char* file;
+  std::size_t tensors, file_operators, buffers;
+  std::vector<std::int32_t> input_shape, output_shape;
+  std::map<std::string, std::size_t> histogram;  // of the graph, after folding the 110 float16 DEQUANTIZE ops
+};
+
+std::map<std::string, std::size_t> histogram(const tfl::graph& g) {
+  std::map<std::string, std::size_t> out;
+  for (const auto& [name, count] : tfl::op_histogram(g)) out[name] = count;
+  return out;
+}
+
+void check_model(const expected_model& expected) {
+  INFO("model ", expected.file);
+  const auto bytes = tfl::read_file((package_dir / expected.file).string());
+  REQUIRE_MESSAGE(bytes.ok(), bytes.error());
+  const auto model = tfl::read_model(bytes.value());
+  REQUIRE_MESSAGE(model.ok(), model.error());
+  const tfl::model& m = model.value();
+  CHECK(m.version == 3);
+  REQUIRE(m.subgraphs.size() == 1);
+  CHECK(m.subgraphs[0].tensors.size() == expected.tensors);
+  CHECK(m.subgraphs[0].operators.size() == expected.file_operators);
+  CHECK(m.buffers.size() == expected.buffers);
+
+  const auto graph = tfl::build_graph(m);
+  REQUIRE_MESSAGE(graph.ok(), graph.error());
+  const tfl::graph& g = graph.value();
+  REQUIRE(g.inputs.size() == 1);
+  REQUIRE(g.outputs.size() == 1);
+  CHECK(g.tensors[static_cast<std::size_t>(g.inputs[0])].shape == expected.input_shape);
+  CHECK(g.tensors[static_cast<std::size_t>(g.outputs[0])].shape == expected.output_shape);
+  CHECK(histogram(g) == expected.histogram);
+  CHECK(g.ops.size() + 110 == expected.file_operators);
+  // Every float weight was stored as float16 and is now a widened float32 constant.
+  for (const tfl::graph_op& op : g.ops) {
+    if (op.op != tfl::builtin::conv_2d && op.op != tfl::builtin::depthwise_conv_2d) continue;
+    const tfl::graph_tensor& w = g.tensors[static_cast<std::size_t>(op.inputs[1])];
+    CHECK(w.is_constant());
+    CHECK(w.stored_type == tfl::element_type::float16);
+    CHECK(w.type == tfl::element_type::float32);
+  }
+  // The last two ops: the 2x2 stride-2 transposed convolution to one channel, then the logistic.
+  REQUIRE(g.ops.size() >= 2);
+  CHECK(g.ops[g.ops.size() - 2].op == tfl::builtin::convolution_2d_transpose_bias);
+  CHECK(g.ops[g.ops.size() - 2].options == tfl::op_options{tfl::transpose_conv_options{tfl::padding::same, 2, 2}});
+  CHECK(g.ops.back().op == tfl::builtin::logistic);
+  if (std::getenv("MOSAIQ_PRINT_SUMMARY")) std::fputs(tfl::summary(g).c_str(), stdout);
+}
+
+}  // namespace
+
+TEST_CASE("selfie segmentation 256x256: read, graph and op histogram") {
+  check_model({"selfie_segmentation.tflite",
+               360,
+               246,
+               116,
+               {1, 256, 256, 3},
+               {1, 256, 256, 1},
+               {{"CONV_2D", 43},
+                {"DEPTHWISE_CONV_2D", 11},
+                {"HARD_SWISH", 11},
+                {"RELU", 22},
+                {"AVERAGE_POOL_2D", 10},
+                {"LOGISTIC", 11},
+                {"MUL", 10},
+                {"ADD", 14},
+                {"RESIZE_BILINEAR", 3},
+                {"Convolution2DTransposeBias", 1}}});
+}
+
+TEST_CASE("selfie segmentation landscape 144x256: read, graph and op histogram") {
+  check_model({"selfie_segmentation_landscape.tflite",
+               370,
+               246,
+               126,
+               {1, 144, 256, 3},
+               {1, 144, 256, 1},
+               {{"CONV_2D", 43},
+                {"DEPTHWISE_CONV_2D", 11},
+                {"HARD_SWISH", 11},
+                {"RELU", 22},
+                {"MEAN", 10},
+                {"LOGISTIC", 11},
+                {"MUL", 10},
+                {"ADD", 14},
+                {"RESIZE_BILINEAR", 3},
+                {"Convolution2DTransposeBias", 1}}});
+}
+
+int main(int argc, char** argv) {
+  const char* dir = std::getenv("MOSAIQ_SELFIE_DIR");
+  if (!dir || !*dir || !std::filesystem::exists(std::filesystem::path(dir) / "selfie_segmentation.tflite")) {
+    std::printf(
+        "skipped: the @mediapipe/selfie_segmentation package is not available (set MOSAIQ_SELFIE_DIR to an "
+        "unpacked `npm pack` of it; scripts/common.sh fetch_selfie)\n");
+    return 77;
+  }
+  package_dir = dir;
+  doctest::Context context(argc, argv);
+  return context.run();
+}
