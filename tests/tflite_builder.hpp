@@ -50,6 +50,7 @@ struct model_spec {
   std::string description = "mosaiq test";
   std::uint32_t version = 3;
   bool external_buffers = false;  // constant data after the flatbuffer (offset/size), as in models over 2 GB
+  bool inline_copy_too = false;   // with external_buffers: the data inline as well (invalid)
   bool no_subgraph = false;
 };
 
@@ -96,7 +97,8 @@ inline std::vector<std::uint8_t> write_flatbuffer(const model_spec& spec, std::u
     if (!t.data.empty()) {
       index = static_cast<std::uint32_t>(buffers.size());
       if (spec.external_buffers) {
-        buffers.push_back(fb::CreateBuffer(b, 0, offset, t.data.size()));
+        buffers.push_back(
+            fb::CreateBuffer(b, spec.inline_copy_too ? b.CreateVector(t.data) : 0, offset, t.data.size()));
         offset += (t.data.size() + 15) / 16 * 16;
       } else {
         b.ForceVectorAlignment(t.data.size(), 1, 16);

@@ -318,6 +318,8 @@ TEST_CASE("tflite reader: constant data stored after the flatbuffer (models over
     CHECK(std::equal(external.begin(), external.end(), inside.begin()));
     CHECK(external.data() >= bytes.data() + bytes.size() - 1024);  // really after the flatbuffer
   }
+  spec.inline_copy_too = true;
+  CHECK(contains(read(files::write(spec)).error(), "buffer 1 has both inline data and an external offset"));
   const std::vector<std::uint8_t> cut(bytes.begin(), bytes.end() - 16);
   const auto truncated = read(cut);
   REQUIRE_FALSE(truncated.ok());
@@ -443,6 +445,13 @@ TEST_CASE("tflite reader: bad files are clear errors") {
     CHECK(contains(read(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 7)).error(), "truncated"));
     CHECK(contains(read(std::vector<std::uint8_t>{}).error(), "truncated"));
   }
+  SUBCASE("files and alignment") {
+    CHECK(contains(tfl::read_file("/nonexistent/model.tflite").error(), "cannot open /nonexistent/model.tflite"));
+    const auto bytes = files::write(conv_model());
+    std::vector<std::uint8_t> shifted(bytes.size() + 1);
+    std::copy(bytes.begin(), bytes.end(), shifted.begin() + 1);
+    CHECK(contains(tfl::read_model(std::span(shifted).subspan(1)).error(), "must start 8-byte aligned"));
+  }
   SUBCASE("unsupported ops name the op, the operator index and its tensors") {
     CHECK_ERROR(with([](auto& s) { s.ops[0].code = 99; }),
                 "unsupported op SQUARED_DIFFERENCE at operator 0 (SQUARED_DIFFERENCE; inputs: 'input' [1,8,8,4], "
@@ -551,6 +560,15 @@ TEST_CASE("tflite reader: bad files are clear errors") {
     CHECK_ERROR(with([](auto& s) { s.inputs = {1}; }), "graph input 1 'weights' is a constant");
     CHECK_ERROR(with([](auto& s) { s.ops.push_back(s.ops[0]); }), "written by more than one operator");
     CHECK_ERROR(with([](auto& s) { s.inputs = {}; }), "reads a tensor that no operator writes before it");
+    CHECK_ERROR(with([](auto& s) { s.inputs = {0, 3}; }), "graph input 3 'output' is written by an operator");
+    CHECK_ERROR(with([](auto& s) {
+                  s.tensors[1].type = files::f16;
+                  s.tensors[1].data.resize(s.tensors[1].data.size() / 2);
+                  s.tensors.push_back(activation("widened", {6, 3, 3, 2}));
+                  s.ops.insert(s.ops.begin(), {.code = 6, .inputs = {1}, .outputs = {4}});
+                  s.ops[1].inputs = {0, 4, 2};
+                }),
+                "DEQUANTIZE of float16 constant 'weights' writes 'widened' of another type or shape");
     CHECK_ERROR(with([](auto& s) {
                   s.tensors.push_back(activation("loose", {1, 4, 4, 6}));
                   s.outputs = {4};
