@@ -71,7 +71,6 @@ void check_model(const expected_model& expected) {
   CHECK(g.ops[g.ops.size() - 2].op == tfl::builtin::convolution_2d_transpose_bias);
   CHECK(g.ops[g.ops.size() - 2].options == tfl::op_options{tfl::transpose_conv_options{tfl::padding::same, 2, 2}});
   CHECK(g.ops.back().op == tfl::builtin::logistic);
-  if (std::getenv("MOSAIQ_PRINT_SUMMARY")) std::fputs(tfl::summary(g).c_str(), stdout);
 }
 
 }  // namespace
