@@ -61,6 +61,35 @@ std::vector<std::uint8_t> bytes_of(const std::vector<T>& values) {
   return out;
 }
 
+inline tensor_spec activation(std::string name, std::vector<std::int32_t> shape, std::int8_t type = f32) {
+  return {.name = std::move(name), .type = type, .shape = std::move(shape)};
+}
+
+inline std::size_t count(const std::vector<std::int32_t>& shape) {
+  std::size_t n = 1;
+  for (const auto d : shape) n *= static_cast<std::size_t>(d);
+  return n;
+}
+
+/// A float constant with the given values.
+inline tensor_spec float_constant(std::string name, std::vector<std::int32_t> shape, const std::vector<float>& values) {
+  return {.name = std::move(name), .type = f32, .shape = std::move(shape), .data = bytes_of(values)};
+}
+
+/// A float constant whose values are 0.25 * (i % 7) - 0.5.
+inline tensor_spec float_constant(std::string name, std::vector<std::int32_t> shape) {
+  std::vector<float> values(count(shape));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+  return float_constant(std::move(name), std::move(shape), values);
+}
+
+inline tensor_spec int_constant(std::string name, std::vector<std::int32_t> values) {
+  return {.name = std::move(name),
+          .type = i32,
+          .shape = {static_cast<std::int32_t>(values.size())},
+          .data = bytes_of(values)};
+}
+
 namespace detail {
 
 inline std::int8_t deprecated_code(const op_spec& op) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mosaiq/tflite/graph.hpp"
+#include "mosaiq/tflite/patterns.hpp"
 #include "mosaiq/tflite/reader.hpp"
 
 namespace {
@@ -28,12 +29,50 @@ struct expected_model {
   std::size_t tensors, file_operators, buffers;
   std::vector<std::int32_t> input_shape, output_shape;
   std::map<std::string, std::size_t> histogram;  // of the graph, after folding the 110 float16 DEQUANTIZE ops
+  std::map<std::string, std::size_t> rewritten;  // after the pattern passes
+  tfl::builtin pool;                             // of the excitation blocks
 };
 
 std::map<std::string, std::size_t> histogram(const tfl::graph& g) {
   std::map<std::string, std::size_t> out;
   for (const auto& [name, count] : tfl::op_histogram(g)) out[name] = count;
   return out;
+}
+
+/// Counted by hand in the summary: every RELU follows a conv or depthwise whose output nothing else reads; the
+/// encoder's six squeeze-and-excitation blocks (pool, 1x1 + RELU, 1x1, LOGISTIC, MUL with the pooled tensor); the
+/// LR-ASPP head's gate (pool of one tensor, one 1x1, LOGISTIC, MUL with RELU(1x1 of it)) and the decoder's three
+/// gates (pool of skip + upsampled, two 1x1, LOGISTIC, MUL with the skip tensor alone).
+void check_patterns(tfl::graph g, const expected_model& expected) {
+  const tfl::pattern_counts counts = tfl::apply_patterns(g);
+  CHECK(counts == tfl::pattern_counts{.batch_norm_folds = 0,
+                                      .hard_swish_decomposed = 0,
+                                      .hard_swish_ops = 11,
+                                      .activation_fusions = 22,
+                                      .squeeze_excitations = 6,
+                                      .attention_gates = 4});
+  CHECK(histogram(g) == expected.rewritten);
+  std::size_t one_convolution_gates = 0;
+  for (const tfl::graph_op& op : g.ops) {
+    const auto* options = std::get_if<tfl::excitation_options>(&op.options);
+    if (!options) continue;
+    CHECK(options->pool == expected.pool);
+    one_convolution_gates += options->convolutions.size() == 1 ? 1 : 0;
+    if (op.op == tfl::builtin::squeeze_excitation) CHECK(op.inputs[0] == op.inputs[1]);
+    // pool, convolutions, the RELUs fused into all but the last, LOGISTIC, MUL
+    CHECK(op.parts.size() == options->convolutions.size() * 2 + 2);
+    CHECK(options->convolutions.back() == tfl::activation::none);
+  }
+  CHECK(one_convolution_gates == 1);
+}
+
+/// Both models after the pattern passes: what stays an op, and the blocks.
+std::map<std::string, std::size_t> rewritten_histogram() {
+  return {{"CONV_2D", 24},        {"DEPTHWISE_CONV_2D", 11},
+          {"HARD_SWISH", 11},     {"SQUEEZE_EXCITATION", 6},
+          {"ATTENTION_GATE", 4},  {"ADD", 14},
+          {"RESIZE_BILINEAR", 3}, {"Convolution2DTransposeBias", 1},
+          {"LOGISTIC", 1}};
 }
 
 void check_model(const expected_model& expected) {
@@ -71,6 +110,7 @@ void check_model(const expected_model& expected) {
   CHECK(g.ops[g.ops.size() - 2].op == tfl::builtin::convolution_2d_transpose_bias);
   CHECK(g.ops[g.ops.size() - 2].options == tfl::op_options{tfl::transpose_conv_options{tfl::padding::same, 2, 2}});
   CHECK(g.ops.back().op == tfl::builtin::logistic);
+  check_patterns(g, expected);
 }
 
 }  // namespace
@@ -91,7 +131,9 @@ TEST_CASE("selfie segmentation 256x256: read, graph and op histogram") {
                 {"MUL", 10},
                 {"ADD", 14},
                 {"RESIZE_BILINEAR", 3},
-                {"Convolution2DTransposeBias", 1}}});
+                {"Convolution2DTransposeBias", 1}},
+               rewritten_histogram(),
+               tfl::builtin::average_pool_2d});
 }
 
 TEST_CASE("selfie segmentation landscape 144x256: read, graph and op histogram") {
@@ -110,7 +152,9 @@ TEST_CASE("selfie segmentation landscape 144x256: read, graph and op histogram")
                 {"MUL", 10},
                 {"ADD", 14},
                 {"RESIZE_BILINEAR", 3},
-                {"Convolution2DTransposeBias", 1}}});
+                {"Convolution2DTransposeBias", 1}},
+               rewritten_histogram(),
+               tfl::builtin::mean});
 }
 
 int main(int argc, char** argv) {

@@ -21,29 +21,10 @@ namespace tfl = mosaiq::tflite;
 namespace files = mosaiq::test::tflite_files;
 namespace fb = files::fb;
 
-files::tensor_spec activation(std::string name, std::vector<std::int32_t> shape, std::int8_t type = files::f32) {
-  return {.name = std::move(name), .type = type, .shape = std::move(shape)};
-}
-
-std::size_t count(const std::vector<std::int32_t>& shape) {
-  std::size_t n = 1;
-  for (const auto d : shape) n *= static_cast<std::size_t>(d);
-  return n;
-}
-
-/// A float constant whose values are 0.25 * (i % 7) - 0.5.
-files::tensor_spec float_constant(std::string name, std::vector<std::int32_t> shape) {
-  std::vector<float> values(count(shape));
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
-  return {.name = std::move(name), .type = files::f32, .shape = std::move(shape), .data = files::bytes_of(values)};
-}
-
-files::tensor_spec int_constant(std::string name, std::vector<std::int32_t> values) {
-  return {.name = std::move(name),
-          .type = files::i32,
-          .shape = {static_cast<std::int32_t>(values.size())},
-          .data = files::bytes_of(values)};
-}
+using files::activation;
+using files::count;
+using files::float_constant;
+using files::int_constant;
 
 /// input [1,8,8,4] -> CONV_2D 3x3 stride 2 SAME RELU6 with 6 filters and bias -> output [1,4,4,6].
 files::model_spec conv_model() {

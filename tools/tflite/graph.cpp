@@ -136,7 +136,7 @@ graph build(const model& m) {
     if (fold_float16_dequantize(op, g)) continue;
     for (const std::int32_t out : op.outputs)
       check_activation(sg.tensors[static_cast<std::size_t>(out)], static_cast<std::size_t>(out));
-    ops.push_back({op.op, op.options, op.inputs, op.outputs, i});
+    ops.push_back({op.op, op.options, op.inputs, op.outputs, i, {}});
   }
   g.ops = topological_order(std::move(ops), g);
   return g;
@@ -194,7 +194,21 @@ struct options_printer {
   }
   void operator()(const softmax_options& o) const { out << "beta " << o.beta; }
   void operator()(const reducer_options& o) const { out << (o.keep_dims ? "keep_dims" : "no keep_dims"); }
+  void operator()(const excitation_options& o) const {
+    out << builtin_name(o.pool);
+    for (const activation a : o.convolutions) out << ", 1x1 " << to_string(a);
+    out << ", LOGISTIC";
+  }
 };
+
+/// " <- file ops 6 7 8" for an op a pattern pass made out of several.
+std::string parts_string(const graph_op& op) {
+  if (op.parts.empty()) return {};
+  std::ostringstream out;
+  out << " <- file ops";
+  for (const graph_op& part : op.parts) out << " " << part.source_index;
+  return out.str();
+}
 
 }  // namespace
 
@@ -259,7 +273,7 @@ std::string summary(const graph& g) {
     const graph_op& op = g.ops[i];
     const std::string options = options_string(op.options);
     out << i << ": " << builtin_name(op.op) << (options.empty() ? "" : " [" + options + "]") << " ("
-        << tensor_list(g, op.inputs) << ") -> " << tensor_list(g, op.outputs) << "\n";
+        << tensor_list(g, op.inputs) << ") -> " << tensor_list(g, op.outputs) << parts_string(op) << "\n";
   }
   out << "op histogram:";
   for (const auto& [name, count] : op_histogram(g)) out << " " << name << " " << count << ";";

@@ -182,6 +182,8 @@ std::string builtin_name(std::int32_t code) {
 
 std::string builtin_name(builtin op) {
   if (op == builtin::convolution_2d_transpose_bias) return "Convolution2DTransposeBias";
+  if (op == builtin::squeeze_excitation) return "SQUEEZE_EXCITATION";
+  if (op == builtin::attention_gate) return "ATTENTION_GATE";
   return builtin_name(static_cast<std::int32_t>(op));
 }
 

@@ -243,6 +243,9 @@ op_options options_reader::read(builtin op) const {
       if (source_.builtin_options_type() != fb::BuiltinOptions_NONE)
         fail(where_, ": unsupported option: builtin options on an op that has none");
       return no_options{};
+    case builtin::squeeze_excitation:  // made by the pattern passes, never read from a file
+    case builtin::attention_gate:
+      break;
   }
   fail(where_, ": no options rule");
 }

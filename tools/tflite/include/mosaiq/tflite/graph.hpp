@@ -34,6 +34,8 @@ struct graph_op {
   op_options options;
   std::vector<std::int32_t> inputs, outputs;  // graph tensor indices (the file's); -1: omitted optional input
   std::size_t source_index = 0;               // the operator's index in the file
+  /// When a pattern pass (patterns.hpp) made this op out of several: those ops, in graph order, as read.
+  std::vector<graph_op> parts;
 };
 
 /// Tensor indices are the file's (subgraph 0), so messages and summaries name the same tensors as other tools.

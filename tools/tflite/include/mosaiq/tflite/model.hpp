@@ -21,8 +21,13 @@ std::string_view to_string(element_type type) noexcept;
 std::size_t element_bytes(element_type type) noexcept;
 
 /// The operators the reader accepts: TFLite's BuiltinOperator numbers, and MediaPipe's custom transposed
-/// convolution (negative: it has no builtin code).
+/// convolution (negative: it has no builtin code). The other negative values are blocks the pattern passes
+/// (patterns.hpp) make out of several ops; the reader never produces them.
 enum class builtin : std::int32_t {
+  /// scaled * logistic(1x1 convs(whole-map mean(pooled))), scaled != pooled (options: excitation_options).
+  attention_gate = -4,
+  /// x * logistic(1x1 convs(whole-map mean(x))) (options: excitation_options).
+  squeeze_excitation = -3,
   /// CUSTOM "Convolution2DTransposeBias" (MediaPipe): inputs input, weights [O,H,W,I], bias [O]; its 12 bytes of
   /// custom options are int32 padding (1 SAME, 2 VALID), stride_w, stride_h.
   convolution_2d_transpose_bias = -2,
@@ -157,10 +162,17 @@ struct reducer_options {
 struct no_options {
   bool operator==(const no_options&) const = default;
 };
+/// squeeze_excitation and attention_gate: how the summary was pooled (AVERAGE_POOL_2D or MEAN over the whole map)
+/// and the fused activation of each 1x1 convolution after it, in order (a LOGISTIC follows the last).
+struct excitation_options {
+  builtin pool = builtin::average_pool_2d;
+  std::vector<activation> convolutions;
+  bool operator==(const excitation_options&) const = default;
+};
 
 using op_options = std::variant<no_options, conv2d_options, depthwise_options, transpose_conv_options, pool2d_options,
                                 fully_connected_options, elementwise_options, concatenation_options, reshape_options,
-                                resize_options, softmax_options, reducer_options>;
+                                resize_options, softmax_options, reducer_options, excitation_options>;
 
 /// One operator. Tensor indices are into the subgraph's tensors; -1 marks an omitted optional input.
 struct operation {
