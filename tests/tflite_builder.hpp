@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -169,6 +171,16 @@ inline std::vector<std::uint8_t> write(const model_spec& spec) {
     file.resize((file.size() + 15) / 16 * 16, 0);
   }
   return file;
+}
+
+/// The fuzz corpus writers (skipped tests, run by hand: MOSAIQ_TFLITE_CORPUS_DIR=tests/fuzz_corpus/tflite
+/// tflite_tests --no-skip -tc='*corpus*') save NAME.tflite there; false without the variable.
+inline bool save_corpus_file(const std::string& name, const std::vector<std::uint8_t>& bytes) {
+  const char* dir = std::getenv("MOSAIQ_TFLITE_CORPUS_DIR");
+  if (!dir) return false;
+  std::ofstream(std::string(dir) + "/" + name + ".tflite", std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return true;
 }
 
 // Options tables, as the tests write them.

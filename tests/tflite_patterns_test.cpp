@@ -447,3 +447,15 @@ TEST_CASE("patterns: batch norm near misses stay as they are") {
     CHECK(tfl::fold_batch_norm(g) == 0);
   }
 }
+
+// The fuzz corpus's pattern models (see files::save_corpus_file), so that the sanitizer stage's replay runs
+// every pass on a model where it applies.
+TEST_CASE("patterns: write the fuzz corpus" * doctest::skip()) {
+  const auto save = [](const std::string& name, const model_writer& m) {
+    REQUIRE_MESSAGE(files::save_corpus_file("patterns_" + name, files::write(m.spec)), "set MOSAIQ_TFLITE_CORPUS_DIR");
+  };
+  save("squeeze_excitation_mean", excitation_model({.mean = true}));
+  save("attention_gate", excitation_model({.gate = true, .convolutions = 1}));
+  save("hard_swish", decomposed_hard_swish(association::x_sixth_first, true));
+  save("batch_norm", batch_norm_model(false));
+}

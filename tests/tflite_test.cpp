@@ -5,8 +5,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -638,11 +636,8 @@ TEST_CASE("tflite reader: every single-byte corruption is an error or a model, n
 // Writes the fuzzer's committed seed corpus (tests/fuzz_corpus/tflite): accepted models and rejected ones. Skipped
 // unless asked for: MOSAIQ_TFLITE_CORPUS_DIR=tests/fuzz_corpus/tflite tflite_tests --no-skip -tc='*corpus*'
 TEST_CASE("tflite reader: write the fuzz corpus" * doctest::skip()) {
-  const char* dir = std::getenv("MOSAIQ_TFLITE_CORPUS_DIR");
-  REQUIRE_MESSAGE(dir != nullptr, "set MOSAIQ_TFLITE_CORPUS_DIR");
-  const auto save = [&](const std::string& name, const std::vector<std::uint8_t>& bytes) {
-    std::ofstream(std::string(dir) + "/" + name + ".tflite", std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  const auto save = [](const std::string& name, const std::vector<std::uint8_t>& bytes) {
+    REQUIRE_MESSAGE(files::save_corpus_file(name, bytes), "set MOSAIQ_TFLITE_CORPUS_DIR");
   };
   for (const char* name : {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "Convolution2DTransposeBias",
                            "AVERAGE_POOL_2D", "FULLY_CONNECTED", "MUL", "CONCATENATION", "RESHAPE", "RESIZE_BILINEAR",
