@@ -57,10 +57,12 @@ struct model_writer {
   tensor_index unary(std::int32_t code, tensor_index in, const std::string& name) {
     return op(code, {in}, activation(name, spec.tensors[static_cast<std::size_t>(in)].shape));
   }
-  /// ADD (0) or MUL (18) with a fused activation, output shaped like `a`.
+  /// ADD (0) or MUL (18) with a fused activation, output shaped like the larger operand.
   tensor_index binary(std::int32_t code, tensor_index a, tensor_index b, const std::string& name,
                       std::int8_t fused = 0) {
-    const auto shape = spec.tensors[static_cast<std::size_t>(a)].shape;
+    const auto& shape_a = spec.tensors[static_cast<std::size_t>(a)].shape;
+    const auto& shape_b = spec.tensors[static_cast<std::size_t>(b)].shape;
+    const auto shape = files::count(shape_a) >= files::count(shape_b) ? shape_a : shape_b;
     if (code == 0)
       return op(code, {a, b}, activation(name, shape), fb::BuiltinOptions_AddOptions,
                 [fused](auto& builder) { return fb::CreateAddOptions(builder, fused).Union(); });
@@ -275,7 +277,8 @@ TEST_CASE("patterns: hard-swish near misses stay as they are") {
 // ---- squeeze-and-excitation and attention gates ---------------------------------------------------------------
 
 /// feature [1,4,4,8] -> whole-map mean -> 1x1 conv to 4 + RELU op -> 1x1 conv to 8 -> LOGISTIC -> MUL with `scaled`
-/// (the feature itself, or a second input when `gate`). `convolutions`: 1 (to 8 directly), 2 or 3.
+/// (the feature itself, or a second input when `gate`). `convolutions`: 0 (LOGISTIC of the mean), 1 (to 8
+/// directly), 2 or 3.
 struct excitation_case {
   bool mean = false, gate = false, whole_map = true, pooled_read_twice = false, logistic_is_output = false;
   int convolutions = 2;
@@ -302,7 +305,7 @@ model_writer excitation_model(const excitation_case& c) {
                 name + "_relu");
   }
   const auto channels = m.spec.tensors[static_cast<std::size_t>(z)].shape.back();
-  const auto excite = m.conv(z, "excite", {8, 1, 1, channels}, pooled_shape);
+  const auto excite = c.convolutions > 0 ? m.conv(z, "excite", {8, 1, 1, channels}, pooled_shape) : pooled;
   const auto gate = m.unary(logistic_code, excite, "gate");
   m.output(m.binary(mul_code, scaled, gate, "scaled"));
   if (c.pooled_read_twice) m.output(m.binary(add_code, pooled, pooled, "pooled_twice"));
@@ -354,7 +357,8 @@ TEST_CASE("patterns: an attention gate scales another tensor than the pooled one
 
 TEST_CASE("patterns: excitation near misses stay as they are") {
   for (const excitation_case c : {excitation_case{.whole_map = false}, excitation_case{.pooled_read_twice = true},
-                                  excitation_case{.logistic_is_output = true}, excitation_case{.convolutions = 3}}) {
+                                  excitation_case{.logistic_is_output = true}, excitation_case{.convolutions = 0},
+                                  excitation_case{.convolutions = 3}}) {
     tfl::graph g = graph_of(excitation_model(c).spec);
     const std::size_t ops = g.ops.size();
     const tfl::pattern_counts counts = tfl::apply_patterns(g);

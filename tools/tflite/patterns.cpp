@@ -177,6 +177,7 @@ bool fold_batch_norm_at(graph& g, const uses& u, int position) {
   const bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] >= 0;
   const auto* bias = has_bias ? float_values(g, conv.inputs[2]) : nullptr;
   if (!shift || !weights || (has_bias && (!bias || bias->size() != scale->size()))) return false;
+  if (tensor_at(g, add_op.outputs[0]).shape != tensor_at(g, y).shape) return false;  // no broadcast to more axes
   std::vector<float> folded_bias(*shift);
   for (std::size_t c = 0; c < folded_bias.size(); ++c) folded_bias[c] += (bias ? (*bias)[c] : 0.0f) * (*scale)[c];
   const graph_tensor& w = tensor_at(g, conv.inputs[1]);
@@ -310,7 +311,9 @@ std::optional<graph_op> excitation_block(const graph& g, const uses& u, int mul,
   }
   const graph_op& pool = g.ops[static_cast<std::size_t>(positions.back())];
   const auto& scaled_shape = tensor_at(g, scaled).shape;
-  if (convolutions.empty() || scaled_shape.size() != 4 || scaled_shape.back() != tensor_at(g, gate).shape.back())
+  const auto& output_shape = tensor_at(g, g.ops[static_cast<std::size_t>(mul)].outputs[0]).shape;
+  if (convolutions.empty() || scaled_shape.size() != 4 || scaled_shape.back() != tensor_at(g, gate).shape.back() ||
+      output_shape != scaled_shape)
     return std::nullopt;
   const tensor_index pooled = pool.inputs[0];
   graph_op block{scaled == pooled ? builtin::squeeze_excitation : builtin::attention_gate,
