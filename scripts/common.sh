@@ -7,6 +7,7 @@ MOSAIQ_JOBS=${MOSAIQ_JOBS:-$(nproc)}
 # Packages every build needs, and the ones only some stages use.
 MOSAIQ_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libxsimd-dev doctest-dev)
 MOSAIQ_TEST_PACKAGES=(meson clang libclang-rt-14-dev g++-aarch64-linux-gnu g++-arm-linux-gnueabihf libopencv-dev
+                      flatbuffers-compiler libflatbuffers-dev
                       qemu-user-static libgemmlowp-dev)
 # ocl-icd-opencl-dev: dnnl-config.cmake calls find_package(OpenCL REQUIRED); apt only recommends it.
 MOSAIQ_BENCH_PACKAGES=(libbenchmark-dev libxnnpack-dev libpthreadpool-dev libdnnl-dev ocl-icd-opencl-dev python3)
@@ -50,23 +51,39 @@ cmake_common_args() {
 MOSAIQ_CACHE=${MOSAIQ_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mosaiq}
 MOSAIQ_FACE_API_VERSION=1.7.15
 
-# Prints the directory of the unpacked @vladmandic/face-api package, fetching it with `npm pack`
-# into the cache the first time. Without npm or network: says why on stderr and returns 1.
-fetch_face_api() {
-  local dir="$MOSAIQ_CACHE/face-api-$MOSAIQ_FACE_API_VERSION"
-  local manifest="$dir/package/model/ssd_mobilenetv1_model-weights_manifest.json"
-  if [ ! -f "$manifest" ]; then
+# fetch_npm_package PACKAGE VERSION DIR MARKER: prints DIR/package, the unpacked npm package, fetching it with
+# `npm pack` into DIR the first time (MARKER, a file inside the package, tells it is there). Without npm or network:
+# says why on stderr and returns 1.
+fetch_npm_package() {
+  local package=$1 version=$2 dir=$3 marker=$4
+  if [ ! -f "$dir/package/$marker" ]; then
     if ! command -v npm >/dev/null; then
-      echo "npm is not installed: cannot fetch @vladmandic/face-api (apt-get install npm to enable it)" >&2
+      echo "npm is not installed: cannot fetch $package (apt-get install npm to enable it)" >&2
       return 1
     fi
     mkdir -p "$dir"
-    if ! (cd "$dir" && npm pack --silent "@vladmandic/face-api@$MOSAIQ_FACE_API_VERSION" >/dev/null 2>&1 &&
-      tar xzf "vladmandic-face-api-$MOSAIQ_FACE_API_VERSION.tgz" && rm -f "vladmandic-face-api-$MOSAIQ_FACE_API_VERSION.tgz"); then
-      echo "npm pack @vladmandic/face-api@$MOSAIQ_FACE_API_VERSION failed (no network or registry?)" >&2
+    local archive
+    if ! archive=$(cd "$dir" && npm pack --silent "$package@$version" 2>/dev/null | tail -n 1) ||
+      ! (cd "$dir" && tar xzf "$archive" && rm -f "$archive"); then
+      echo "npm pack $package@$version failed (no network or registry?)" >&2
       rm -rf "$dir"
       return 1
     fi
   fi
   echo "$dir/package"
+}
+
+# The unpacked @vladmandic/face-api package (fetched into the cache the first time).
+fetch_face_api() {
+  fetch_npm_package @vladmandic/face-api "$MOSAIQ_FACE_API_VERSION" "$MOSAIQ_CACHE/face-api-$MOSAIQ_FACE_API_VERSION" \
+    model/ssd_mobilenetv1_model-weights_manifest.json
+}
+
+# MediaPipe Selfie Segmentation (Apache-2.0): selfie_segmentation{,_landscape}.tflite, float16 weights.
+MOSAIQ_SELFIE_VERSION=0.1.1675465747
+
+# The unpacked @mediapipe/selfie_segmentation package (fetched into the cache the first time).
+fetch_selfie() {
+  fetch_npm_package @mediapipe/selfie_segmentation "$MOSAIQ_SELFIE_VERSION" \
+    "$MOSAIQ_CACHE/selfie-segmentation-$MOSAIQ_SELFIE_VERSION" selfie_segmentation_landscape.tflite
 }
