@@ -322,6 +322,10 @@ std::vector<std::array<quant_params, 3>> mul_quantizations(std::mt19937& rng) {
   q.push_back({quant_params{1e-4f, zp - 100}, quant_params{0.02f, 5}, quant_params{0.001f, zp + 20}});
   q.push_back({quant_params{0.9f, zp + 60}, quant_params{0.8f, zp - 90}, quant_params{1e-5f, zp}});      // shift ~16
   q.push_back({quant_params{1.0f, zp}, quant_params{1.0f, zp}, quant_params{1.0f / 536870912.0f, zp}});  // 2^29
+  // Exact powers of two below 1 (M = 2^30, where the folded AVX2 rounding's correction changes): 1/4, and 1/256 for a
+  // logistic gate (scale 1/256, zero point 0 in u8, -128 in i8) on a map in its output quantization.
+  q.push_back({quant_params{0.5f, zp + 1}, quant_params{0.5f, zp - 2}, quant_params{1.0f, zp}});
+  q.push_back({quant_params{0.05f, zp - 3}, quant_params{1.0f / 256, zp - 128}, quant_params{0.05f, zp}});
   return q;
 }
 

@@ -176,43 +176,95 @@ struct mul_regs {
         clamp_min(lanes::isa::set1(p.clamp.min)),
         clamp_max(lanes::isa::set1(p.clamp.max)),
         output(lanes::scale_regs::of(prepare_scale<R>(p.output_multiplier))) {}
+
+  /// A product of offset inputs to its clamped output value, as reference::detail::mul_element (requantize: the
+  /// zero-point add wraps as the scalar one does).
+  [[gnu::always_inline]] lanes::reg operator()(lanes::reg product) const noexcept {
+    using isa = lanes::isa;
+    const lanes::reg raw = isa::add(
+        isa::template multiply<R>(product, output.multiplier, output.left_shift, output.right_shift), output_offset);
+    return isa::min(isa::max(raw, clamp_min), clamp_max);
+  }
 };
 
-/// 16 products of offset inputs to output elements, as reference::detail::mul_element (requantize: the zero-point add
-/// wraps as the scalar one does).
-template <rounding R, quantized_element T>
-[[gnu::always_inline]] inline void mul_output(lanes::reg* product, T* out, const mul_regs<R>& k) noexcept {
-  using isa = lanes::isa;
-  for (int j = 0; j < isa::regs; ++j) {
-    const lanes::reg raw =
-        isa::add(isa::template multiply<R>(product[j], k.output.multiplier, k.output.left_shift, k.output.right_shift),
-                 k.output_offset);
-    product[j] = isa::min(isa::max(raw, k.clamp_min), k.clamp_max);
-  }
-  isa::template narrow<T>(out, product);
-}
+#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__) && !defined(__AVX512BW__)
+#define MOSAIQ_MUL_FOLDED 1
+/// MUL's requantization with its two roundings folded into one floor (AVX2, exact). With P = (product << left) * M:
+/// SaturatingRoundingDoublingHighMul is Q = floor((P + 2^30) / 2^31) (M is never INT32_MIN, so it never saturates),
+/// and RoundingDivideByPOT(Q, e) = floor((Q + 2^(e-1) - [Q < 0]) / 2^e) = floor(Q' / 2^e) with
+/// Q' = floor((P + 2^30 + 2^(30+e)) / 2^31) - [Q < 0]. Q < 0 exactly when P < -2^30; the correction is applied for
+/// every negative product instead (M is 0 or in [2^30, 2^31)), which differs only where P + 2^30 is in [0, 2^30):
+/// there Q' is 2^(e-1) or 2^(e-1) - 1, both 0 after the shift by e >= 1. Single rounding with shift <= 0 is floor((P +
+/// 2^(n-1)) / 2^n), n = 31 - shift >= 31: the same steps without the correction. Bits 31..62 of the 64-bit sums hold Q'
+/// (|P| < 2^62), so one pair of 32x32->64 multiplies and three shifts replace the general lane multiply.
+struct mul_folded_regs {
+  __m256i multiplier, beta, threshold, output_offset, clamp_min, clamp_max;
+  __m128i left_shift, right_shift;
+  bool usable = false;
 
-template <rounding R, quantized_element T>
-inline void mul_span(const T* a, const T* b, T* out, std::size_t n, const mul_regs<R>& k) noexcept {
+  template <rounding R>
+  static mul_folded_regs of(const reference::mul_params& p) noexcept {
+    const quantized_multiplier q = p.output_multiplier;
+    mul_folded_regs k{};
+    const int left = q.shift > 0 ? q.shift : 0, right = q.shift < 0 ? -q.shift : 0;
+    std::int64_t beta = std::int64_t{1} << 30;
+    std::int32_t threshold = INT32_MIN;  // no lane is below it: no correction
+    if constexpr (R == rounding::tflite_reference) {
+      if (right > 0) {
+        beta += std::int64_t{1} << (30 + right);
+        threshold = 0;
+      }
+    } else {
+      if (q.shift > 0) return k;  // n < 31: the general lane multiply
+      beta = std::int64_t{1} << (30 + right);
+    }
+    k.multiplier = _mm256_set1_epi32(q.multiplier);
+    k.beta = _mm256_set1_epi64x(beta);
+    k.threshold = _mm256_set1_epi32(threshold);
+    k.output_offset = _mm256_set1_epi32(p.output_offset);
+    k.clamp_min = _mm256_set1_epi32(p.clamp.min);
+    k.clamp_max = _mm256_set1_epi32(p.clamp.max);
+    k.left_shift = _mm_cvtsi32_si128(left);
+    k.right_shift = _mm_cvtsi32_si128(right);
+    k.usable = true;
+    return k;
+  }
+
+  [[gnu::always_inline]] __m256i operator()(__m256i product) const noexcept {
+    const __m256i shifted = _mm256_sll_epi32(product, left_shift);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(shifted, multiplier), beta);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(shifted, 32), multiplier), beta);
+    __m256i q = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0b10101010);
+    q = _mm256_add_epi32(q, _mm256_cmpgt_epi32(threshold, shifted));  // - [Q < 0]
+    q = _mm256_add_epi32(_mm256_sra_epi32(q, right_shift), output_offset);
+    return _mm256_min_epi32(_mm256_max_epi32(q, clamp_min), clamp_max);
+  }
+};
+#endif
+
+/// Element-wise MUL: output(offset a * offset b) on blocks of 16.
+template <quantized_element T, class Output>
+inline void mul_span(const T* a, const T* b, T* out, std::size_t n, lanes::reg offset1, lanes::reg offset2,
+                     const Output& output) noexcept {
   using isa = lanes::isa;
-  run_blocks<true, false>(a, b, nullptr, out, n, [&k](const T* va, const T* vb, const std::int32_t*, T* vo) {
+  run_blocks<true, false>(a, b, nullptr, out, n, [&](const T* va, const T* vb, const std::int32_t*, T* vo) {
     lanes::reg x[isa::regs], y[isa::regs];
     isa::widen(va, x);
     isa::widen(vb, y);
-    for (int j = 0; j < isa::regs; ++j) x[j] = isa::mullo(isa::add(x[j], k.offset1), isa::add(y[j], k.offset2));
-    mul_output<R, T>(x, vo, k);
+    for (int j = 0; j < isa::regs; ++j) x[j] = output(isa::mullo(isa::add(x[j], offset1), isa::add(y[j], offset2)));
+    isa::template narrow<T>(vo, x);
   });
 }
 
-/// MUL with one input held: a run of input `side` times the other input's offset values (terms, or one term: Held).
-template <bool Held, rounding R, quantized_element T>
-inline void mul_terms_span(input side, const T* v, const std::int32_t* terms, std::int32_t term, T* out, std::size_t n,
-                           const mul_regs<R>& k) noexcept {
+/// MUL with one input held: a run (offset by `offset`) times the other input's offset values (terms, or one term:
+/// Held).
+template <bool Held, quantized_element T, class Output>
+inline void mul_terms_span(const T* v, const std::int32_t* terms, std::int32_t term, T* out, std::size_t n,
+                           lanes::reg offset, const Output& output) noexcept {
   using isa = lanes::isa;
-  const lanes::reg offset = side == input::a ? k.offset1 : k.offset2;
   run_terms<Held>(v, terms, term, out, n, [&](lanes::reg* x, const lanes::reg* t, T* bo) {
-    for (int j = 0; j < isa::regs; ++j) x[j] = isa::mullo(isa::add(x[j], offset), t[j]);
-    mul_output<R, T>(x, bo, k);
+    for (int j = 0; j < isa::regs; ++j) x[j] = output(isa::mullo(isa::add(x[j], offset), t[j]));
+    isa::template narrow<T>(bo, x);
   });
 }
 
@@ -741,23 +793,47 @@ struct add_mixed_kernels : add_pipeline_kernels<R, T> {
 };
 #endif
 
-/// mul's pipeline as binary_kernels; a term is an input's offset value.
+/// mul's pipeline as binary_kernels; a term is an input's offset value. The output step is the folded one where it
+/// applies (AVX2), else the general lane multiply.
 template <rounding R, quantized_element T>
 struct mul_kernels {
   const reference::mul_params& params;
   mul_regs<R> regs;
+#if defined(MOSAIQ_MUL_FOLDED)
+  mul_folded_regs folded;
+#endif
 
-  explicit mul_kernels(const reference::mul_params& p) : params(p), regs(p) {}
+  explicit mul_kernels(const reference::mul_params& p)
+      : params(p),
+        regs(p)
+#if defined(MOSAIQ_MUL_FOLDED)
+        ,
+        folded(mul_folded_regs::of<R>(p))
+#endif
+  {
+  }
 
-  void pair(const T* a, const T* b, T* out, std::size_t n) const { mul_span<R, T>(a, b, out, n, regs); }
+  /// Calls f with the output step to use.
+  template <class F>
+  void with_output(F f) const {
+#if defined(MOSAIQ_MUL_FOLDED)
+    if (folded.usable) return f(folded);
+#endif
+    f(regs);
+  }
+  lanes::reg offset(input side) const { return side == input::a ? regs.offset1 : regs.offset2; }
+
+  void pair(const T* a, const T* b, T* out, std::size_t n) const {
+    with_output([&](const auto& output) { mul_span<T>(a, b, out, n, regs.offset1, regs.offset2, output); });
+  }
   std::int32_t term(input side, T v) const {
     return (side == input::a ? params.input1_offset : params.input2_offset) + static_cast<std::int32_t>(v);
   }
   void with_terms(input side, const T* v, const std::int32_t* terms, T* out, std::size_t n) const {
-    mul_terms_span<false, R, T>(side, v, terms, 0, out, n, regs);
+    with_output([&](const auto& output) { mul_terms_span<false, T>(v, terms, 0, out, n, offset(side), output); });
   }
   void with_term(input side, const T* v, std::int32_t term, T* out, std::size_t n) const {
-    mul_terms_span<true, R, T>(side, v, nullptr, term, out, n, regs);
+    with_output([&](const auto& output) { mul_terms_span<true, T>(v, nullptr, term, out, n, offset(side), output); });
   }
 };
 #endif
