@@ -1,8 +1,21 @@
-// Quantized element-wise kernels, bit-exact with reference/eltwise.hpp:
+// Quantized element-wise kernels (add, mul, concat), bit-exact with reference/eltwise.hpp:
 //
 //   mosaiq::add<mosaiq::u8> residual(a_quant, b_quant, out_quant, mosaiq::activation::relu6);  // load time
 //   residual(a, b, out);          // out may be a or b (in place)
 //   mosaiq::concat<mosaiq::i8>(std::span<const mosaiq::reference::concat_input<mosaiq::i8>>(parts), out, out_quant);
+//   mosaiq::mul<mosaiq::i8> excite(map_quant, gate_quant, out_quant);   // load time
+//   excite(map, gate, out);       // gate 1x1xC over map HxWxC (TFLite broadcasting), or any broadcast, or equal shapes
+//
+// Broadcasting (add and mul, run_broadcast): equal dense shapes run as one flat array; a single element against a full
+// tensor is one held term; otherwise pixel by pixel, each input's channel run read element-wise, held as precomputed
+// int32 terms (an input of width 1 against one that moves along x: a per-channel vector, a column; recomputed only when
+// its pixel changes, 256 channels at a time), or held as one term (an input with one channel). A term is what one
+// element contributes before the other input is read: its scaled value (add pipeline), its table entry (add tables,
+// gathered on AVX2/AVX-512) or its offset value (mul).
+//
+// mul: TFLite's MUL, out = clamp(zp + MultiplyByQuantizedMultiplier((a - zp_a)(b - zp_b), M)); the products are exact
+// in int32 lanes. AVX2 folds the multiplier's two roundings into one floor (mul_folded_regs); AVX-512 and NEON run
+// the general lane multiply.
 //
 // add: TFLite's integer ADD pipeline, out = clamp(F(S1[a] + S2[b]) + zp), where S_i[q] = the scaled input
 // MultiplyByQuantizedMultiplierSmallerThanOne((q + offset_i) << 20, m_i, s_i) depends on one byte only and F is the
