@@ -1,5 +1,6 @@
 // bench_eltwise: the element-wise and pooling ops of the portrait network, `<op>/<impl>/<case>`, one thread.
-// mosaiq's add, global_average_pool, average_pool and max_pool against XNNPACK's operators (add_nd_qu8/qs8,
+// mosaiq's add and mul (element-wise and per-channel broadcast), global_average_pool, average_pool and max_pool
+// against XNNPACK's operators (add_nd_qu8/qs8, multiply_nd_qu8/qs8 with the same broadcast shapes,
 // global_average_pooling_nwc_qu8/qs8, average_pooling2d_nhwc_qu8 (XNNPACK has no qs8 average pool),
 // max_pooling2d_nhwc_u8/s8), and a memcpy of the op's input bytes: the bandwidth floor of a one-pass op.
 // Every implementation's output is first checked against mosaiq::reference (mosaiq exact, XNNPACK within 1 LSB:
@@ -80,55 +81,96 @@ constexpr std::int32_t zero_point(int offset) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// add
+// add and mul, element-wise and broadcast (b of shape b_dims over a of shape dims)
 // ---------------------------------------------------------------------------------------------------------------
 
+enum class binary_op { add, mul };
+
+#if MOSAIQ_BENCH_XNNPACK
+/// XNNPACK's add_nd / multiply_nd entry points for T.
 template <quantized_element T>
-void register_add(shape dims) {
-  const quant_params qa{0.05f, zero_point<T>(-3)}, qb{0.03f, zero_point<T>(9)}, qo{0.07f, zero_point<T>(2)};
+struct xnnpack_binary_api;
+template <>
+struct xnnpack_binary_api<u8> {
+  static constexpr auto create_add = xnn_create_add_nd_qu8;
+  static constexpr auto setup_add = xnn_setup_add_nd_qu8;
+  static constexpr auto create_multiply = xnn_create_multiply_nd_qu8;
+  static constexpr auto setup_multiply = xnn_setup_multiply_nd_qu8;
+};
+template <>
+struct xnnpack_binary_api<i8> {
+  static constexpr auto create_add = xnn_create_add_nd_qs8;
+  static constexpr auto setup_add = xnn_setup_add_nd_qs8;
+  static constexpr auto create_multiply = xnn_create_multiply_nd_qs8;
+  static constexpr auto setup_multiply = xnn_setup_multiply_nd_qs8;
+};
+
+/// XNNPACK's add_nd / multiply_nd operator for T, created and set up once (shapes as 4-d NHWC).
+template <quantized_element T>
+xnn_operator_t create_xnnpack_binary(binary_op op, quant_params qa, quant_params qb, quant_params qo,
+                                     const std::array<std::size_t, 4>& shape_a,
+                                     const std::array<std::size_t, 4>& shape_b, const T* a, const T* b, T* out) {
+  using api = xnnpack_binary_api<T>;
+  const bool is_add = op == binary_op::add;
+  const auto zp = [](quant_params q) { return static_cast<T>(q.zero_point); };
+  const T lo = element_traits<T>::min, hi = element_traits<T>::max;
+  xnn_operator_t created = nullptr;
+  xnnpack::check((is_add ? api::create_add : api::create_multiply)(zp(qa), qa.scale, zp(qb), qb.scale, zp(qo), qo.scale,
+                                                                   lo, hi, 0, &created),
+                 "create add/multiply");
+  xnnpack::check((is_add ? api::setup_add : api::setup_multiply)(created, 4, shape_a.data(), 4, shape_b.data(), a, b,
+                                                                 out, nullptr),
+                 "setup add/multiply");
+  return created;
+}
+#endif
+
+/// mosaiq's add or mul of a (dims) and b (b_dims, dims or a TFLite broadcast of it) beside XNNPACK's operator and
+/// a memcpy of the input bytes. mul's b is quantized like a gate in [0, 1) (scale 1/256), as squeeze-and-excitation
+/// and attention gates feed it. Case: the shapes, then the element type; element-wise cases keep the add rows' names.
+template <quantized_element T>
+void register_binary(binary_op op, shape dims, shape b_dims) {
+  const bool is_add = op == binary_op::add;
+  const quant_params qa{0.05f, zero_point<T>(-3)}, qo{0.07f, zero_point<T>(2)};
+  const quant_params qb =
+      is_add ? quant_params{0.03f, zero_point<T>(9)} : quant_params{1.0f / 256, zero_point<T>(-128)};
   auto p = std::make_shared<problem<T>>();
-  p->op = "add";
-  p->case_name = dims_name<T>(dims) + "_" + std::string(element_name<T>());
+  p->op = is_add ? "add" : "mul";
+  p->case_name =
+      dims_name<T>(dims) + (b_dims == dims ? "" : "_by_" + dims_name<T>(b_dims)) + "_" + std::string(element_name<T>());
   p->a = aligned_buffer<T>(dims.elements());
-  p->b = aligned_buffer<T>(dims.elements());
+  p->b = aligned_buffer<T>(b_dims.elements());
   p->expected = aligned_buffer<T>(dims.elements());
-  p->input_bytes = static_cast<std::int64_t>(2 * dims.elements());
+  p->input_bytes = static_cast<std::int64_t>(dims.elements() + b_dims.elements());
   std::mt19937 rng(42);
   fill_uniform(p->a.span(), element_traits<T>::min, element_traits<T>::max, rng);
   fill_uniform(p->b.span(), element_traits<T>::min, element_traits<T>::max, rng);
-  const auto view = [dims](auto& buffer) { return tensor_view<T>(buffer.data(), dims); };
-  const auto cview = [dims](const auto& buffer) { return tensor_view<const T>(buffer.data(), dims); };
-  const add<T> kernel(qa, qb, qo, activation::none);
-  reference::add<rounding::tflite_reference, T>(cview(p->a), cview(p->b), view(p->expected), kernel.params());
-
+  const auto a_view = [p, dims] { return tensor_view<const T>(p->a.data(), dims); };
+  const auto b_view = [p, b_dims] { return tensor_view<const T>(p->b.data(), b_dims); };
+  const tensor_view<T> expected(p->expected.data(), dims);
   auto out = std::make_shared<aligned_buffer<T>>(dims.elements());
-  register_checked<T>(
-      "mosaiq", p, out, [p, out, kernel, view, cview] { kernel(cview(p->a), cview(p->b), view(*out)); }, 0, isa_label);
+  const auto out_view = [out, dims] { return tensor_view<T>(out->data(), dims); };
+  if (is_add) {
+    const add<T> kernel(qa, qb, qo, activation::none);
+    reference::add<rounding::tflite_reference, T>(a_view(), b_view(), expected, kernel.params());
+    register_checked<T>(
+        "mosaiq", p, out, [=] { kernel(a_view(), b_view(), out_view()); }, 0, isa_label);
+  } else {
+    const mul<T> kernel(qa, qb, qo, activation::none);
+    reference::mul<rounding::tflite_reference, T>(a_view(), b_view(), expected, kernel.params());
+    register_checked<T>(
+        "mosaiq", p, out, [=] { kernel(a_view(), b_view(), out_view()); }, 0, isa_label);
+  }
 #if MOSAIQ_BENCH_XNNPACK
   xnnpack::initialize();
   auto xout = std::make_shared<aligned_buffer<T>>(dims.elements());
-  const std::array<std::size_t, 4> shape4{1, static_cast<std::size_t>(dims.height),
-                                          static_cast<std::size_t>(dims.width),
-                                          static_cast<std::size_t>(dims.channels)};
-  xnn_operator_t op = nullptr;
-  if constexpr (std::same_as<T, u8>) {
-    xnnpack::check(xnn_create_add_nd_qu8(static_cast<std::uint8_t>(qa.zero_point), qa.scale,
-                                         static_cast<std::uint8_t>(qb.zero_point), qb.scale,
-                                         static_cast<std::uint8_t>(qo.zero_point), qo.scale, 0, 255, 0, &op),
-                   "create add qu8");
-    xnnpack::check(
-        xnn_setup_add_nd_qu8(op, 4, shape4.data(), 4, shape4.data(), p->a.data(), p->b.data(), xout->data(), nullptr),
-        "setup add qu8");
-  } else {
-    xnnpack::check(xnn_create_add_nd_qs8(static_cast<std::int8_t>(qa.zero_point), qa.scale,
-                                         static_cast<std::int8_t>(qb.zero_point), qb.scale,
-                                         static_cast<std::int8_t>(qo.zero_point), qo.scale, -128, 127, 0, &op),
-                   "create add qs8");
-    xnnpack::check(
-        xnn_setup_add_nd_qs8(op, 4, shape4.data(), 4, shape4.data(), p->a.data(), p->b.data(), xout->data(), nullptr),
-        "setup add qs8");
-  }
-  auto owned = std::shared_ptr<xnn_operator>(op, xnnpack::operator_deleter{});
+  const auto nhwc = [](shape s) {
+    return std::array<std::size_t, 4>{1, static_cast<std::size_t>(s.height), static_cast<std::size_t>(s.width),
+                                      static_cast<std::size_t>(s.channels)};
+  };
+  auto owned = std::shared_ptr<xnn_operator>(
+      create_xnnpack_binary<T>(op, qa, qb, qo, nhwc(dims), nhwc(b_dims), p->a.data(), p->b.data(), xout->data()),
+      xnnpack::operator_deleter{});
   register_checked<T>(
       "xnnpack", p, xout, [owned] { xnnpack::check(xnn_run_operator(owned.get(), nullptr), "run"); }, 1, "");
 #endif
@@ -273,8 +315,18 @@ void register_window_pool(shape dims, hw kernel, hw stride) {
 
 void register_all() {
   for (const shape dims : {shape{64, 64, 16}, shape{32, 32, 32}, shape{16, 16, 128}, shape{64, 64, 2}}) {
-    register_add<u8>(dims);
-    register_add<i8>(dims);
+    register_binary<u8>(binary_op::add, dims, dims);
+    register_binary<i8>(binary_op::add, dims, dims);
+  }
+  // Per-channel broadcast (squeeze-and-excitation, attention gates) and element-wise mul.
+  for (const shape dims : {shape{64, 64, 32}, shape{16, 16, 128}}) {
+    const shape vector{1, 1, dims.channels};
+    for (const binary_op op : {binary_op::add, binary_op::mul}) {
+      register_binary<u8>(op, dims, vector);
+      register_binary<i8>(op, dims, vector);
+    }
+    register_binary<u8>(binary_op::mul, dims, dims);
+    register_binary<i8>(binary_op::mul, dims, dims);
   }
   register_global_average_pool<u8>(shape{16, 16, 128});
   register_global_average_pool<i8>(shape{16, 16, 128});
@@ -292,7 +344,8 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  mosaiq::bench::setup_baselines("mosaiq::add / mosaiq::global_average_pool / mosaiq::average_pool / mosaiq::max_pool");
+  mosaiq::bench::setup_baselines(
+      "mosaiq::add / mosaiq::mul / mosaiq::global_average_pool / mosaiq::average_pool / mosaiq::max_pool");
   mosaiq::bench::register_all();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -1,6 +1,11 @@
 // ops/eltwise.hpp against reference/eltwise.hpp, bit for bit: add (u8, i8, both rounding modes, every activation,
 // random and extreme quantizations, in place) and concat (equal and unequal quantizations, channel slices, in place),
 // channel counts around the 16-element block, odd sizes down to 1, batch 2, unaligned and strided views, canaries.
+// Broadcasting add and mul: every broadcast pattern of two NHWC inputs over a 2x3x5xC output (each axis of each
+// input full or 1, at least one full), channel counts around the 16-element block and the 8-element gather, dense and
+// strided/misaligned views with canaries, u8 and i8, both rounding modes, activations, random and extreme
+// quantizations (multipliers flushed to zero, exactly 1, with large left shifts), in place, and mul over every pair of
+// byte values through the element-wise, held-scalar and held-vector kernels.
 #include "mosaiq/ops/eltwise.hpp"
 
 #include <doctest/doctest.h>
@@ -282,6 +287,210 @@ TEST_CASE("eltwise kernels: misuse is reported and writes nothing") {
                      {0.1f, 0});
   CHECK(errors.calls() == 3);
   CHECK(errors.last() == mosaiq::errc::shape_mismatch);
+  CHECK(std::count(out.begin(), out.end(), u8{9}) == 24);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Broadcasting add and mul
+// ---------------------------------------------------------------------------------------------------------------
+
+constexpr int out_batch = 2, out_height = 3, out_width = 5;
+constexpr int broadcast_channel_counts[] = {1, 3, 8, 15, 16, 17, 33, 100};
+
+/// An input's extents under a broadcast pattern: bit 0 batch, 1 height, 2 width, 3 channels; a set bit keeps the
+/// output's extent, a clear one is 1.
+struct extents {
+  int batch;
+  shape dims;
+};
+
+extents pattern_extents(unsigned pattern, int channels) {
+  const auto keep = [pattern](unsigned bit, int extent) { return (pattern >> bit & 1u) != 0 ? extent : 1; };
+  return {keep(0, out_batch), shape{keep(1, out_height), keep(2, out_width), keep(3, channels)}};
+}
+
+/// (a, b, out) quantizations for mul: random ones plus extremes (multiplier flushed to zero, tiny, exactly 1, huge
+/// with a large left shift, saturating outputs).
+template <class T>
+std::vector<std::array<quant_params, 3>> mul_quantizations(std::mt19937& rng) {
+  mosaiq::test::random_quant<T> random(rng);
+  std::vector<std::array<quant_params, 3>> q;
+  for (int i = 0; i < 3; ++i) q.push_back({random(), random(), random()});
+  const int zp = std::is_same_v<T, u8> ? 128 : 0;
+  q.push_back({quant_params{0.5f, zp}, quant_params{0.5f, zp}, quant_params{0.25f, zp}});           // multiplier 1
+  q.push_back({quant_params{1e-6f, zp + 3}, quant_params{1e-5f, zp - 7}, quant_params{1.0f, zp}});  // flushes to 0
+  q.push_back({quant_params{1e-4f, zp - 100}, quant_params{0.02f, 5}, quant_params{0.001f, zp + 20}});
+  q.push_back({quant_params{0.9f, zp + 60}, quant_params{0.8f, zp - 90}, quant_params{1e-5f, zp}});      // shift ~16
+  q.push_back({quant_params{1.0f, zp}, quant_params{1.0f, zp}, quant_params{1.0f / 536870912.0f, zp}});  // 2^29
+  // Exact powers of two below 1 (M = 2^30, where the folded AVX2 rounding's correction changes): 1/4, and 1/256 for a
+  // logistic gate (scale 1/256, zero point 0 in u8, -128 in i8) on a map in its output quantization.
+  q.push_back({quant_params{0.5f, zp + 1}, quant_params{0.5f, zp - 2}, quant_params{1.0f, zp}});
+  q.push_back({quant_params{0.05f, zp - 3}, quant_params{1.0f / 256, zp - 128}, quant_params{0.05f, zp}});
+  return q;
+}
+
+/// The SIMD kernel against the reference over every broadcast pattern pair, in dense and placed (strided,
+/// misaligned, canary-guarded) views, plus in place where out can be a.
+template <class T, class Kernel, class Reference>
+void check_patterns(const Kernel& kernel, Reference reference, std::mt19937& rng, bool strided) {
+  for (const int channels : broadcast_channel_counts)
+    for (unsigned pattern_a = 0; pattern_a < 16; ++pattern_a)
+      for (unsigned pattern_b = 0; pattern_b < 16; ++pattern_b) {
+        if ((pattern_a | pattern_b) != 15u) continue;  // out must be the broadcast shape
+        const extents ea = pattern_extents(pattern_a, channels), eb = pattern_extents(pattern_b, channels);
+        const shape out_dims{out_height, out_width, channels};
+        const int extra = strided ? 3 : 0;
+        placed_tensor<T> a(ea.dims, ea.batch, extra, strided ? 1 : 0);
+        placed_tensor<T> b(eb.dims, eb.batch, strided ? extra + 2 : 0, strided ? 2 : 0);
+        placed_tensor<T> out(out_dims, out_batch, strided ? 1 : 0, strided ? 3 : 0);
+        placed_tensor<T> expected(out_dims, out_batch, 0, 0);
+        a.fill_random(rng);
+        b.fill_random(rng);
+        reference(a.view(), b.view(), expected.view());
+        kernel(a.view(), b.view(), out.view());
+        CAPTURE(channels);
+        CAPTURE(pattern_a);
+        CAPTURE(pattern_b);
+        CAPTURE(strided);
+        CHECK(out.values() == expected.values());
+        CHECK(out.first_damaged_canary() == -1);
+        CHECK(a.first_damaged_canary() == -1);
+        CHECK(b.first_damaged_canary() == -1);
+        if (pattern_a == 15u && !strided) {  // in place: out is a
+          kernel(a.view(), b.view(), a.view());
+          CHECK(a.values() == expected.values());
+          CHECK(a.first_damaged_canary() == -1);
+        }
+      }
+}
+
+template <class T, rounding R>
+void check_mul_broadcast() {
+  std::mt19937 rng(7);
+  for (const auto& q : mul_quantizations<T>(rng))
+    for (const activation act : {activation::none, activation::relu6}) {
+      const mosaiq::mul<T, R> kernel(q[0], q[1], q[2], act);
+      REQUIRE(kernel.valid());
+      const auto reference = [&kernel](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) {
+        ref::mul<R, T>(a, b, out, kernel.params());
+      };
+      for (const bool strided : {false, true}) check_patterns<T>(kernel, reference, rng, strided);
+    }
+}
+
+template <class T, rounding R>
+void check_add_broadcast() {
+  std::mt19937 rng(8);
+  for (const auto& q : add_quantizations<T>(rng))
+    for (const activation act : {activation::none, activation::relu}) {
+      const mosaiq::add<T, R> kernel(q[0], q[1], q[2], act);
+      REQUIRE(kernel.valid());
+      const auto reference = [&kernel](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) {
+        ref::add<R, T>(a, b, out, kernel.params());
+      };
+      for (const bool strided : {false, true}) check_patterns<T>(kernel, reference, rng, strided);
+    }
+}
+
+TEST_CASE("broadcast mul equals the reference: u8, TFLite reference rounding") {
+  check_mul_broadcast<u8, rounding::tflite_reference>();
+}
+TEST_CASE("broadcast mul equals the reference: i8, TFLite reference rounding") {
+  check_mul_broadcast<i8, rounding::tflite_reference>();
+}
+TEST_CASE("broadcast mul equals the reference: u8, single rounding") {
+  check_mul_broadcast<u8, rounding::single_round>();
+}
+TEST_CASE("broadcast mul equals the reference: i8, single rounding") {
+  check_mul_broadcast<i8, rounding::single_round>();
+}
+TEST_CASE("broadcast add equals the reference: u8, TFLite reference rounding") {
+  check_add_broadcast<u8, rounding::tflite_reference>();
+}
+TEST_CASE("broadcast add equals the reference: i8, TFLite reference rounding") {
+  check_add_broadcast<i8, rounding::tflite_reference>();
+}
+TEST_CASE("broadcast add equals the reference: u8, single rounding") {
+  check_add_broadcast<u8, rounding::single_round>();
+}
+TEST_CASE("broadcast add equals the reference: i8, single rounding") {
+  check_add_broadcast<i8, rounding::single_round>();
+}
+
+TEST_CASE_TEMPLATE("mul over every pair of values equals the reference, element-wise and held", T, u8, i8) {
+  // 256 x 256 pairs as one dense 256 x 256 x 1 tensor; then each b value held as a 1x1x1 scalar over a 1x256 row of
+  // every a value, and every a value as a per-channel 1x1x256 vector held over pixels of one b value each.
+  std::vector<T> a(65536), b(65536), out(65536), expected(65536);
+  for (int i = 0; i < 65536; ++i) {
+    a[static_cast<std::size_t>(i)] = static_cast<T>(i & 255);
+    b[static_cast<std::size_t>(i)] = static_cast<T>(i >> 8);
+  }
+  std::mt19937 rng(11);
+  for (const auto& q : mul_quantizations<T>(rng)) {
+    const mosaiq::mul<T> kernel(q[0], q[1], q[2]);
+    const shape dims{256, 256, 1};
+    ref::mul<rounding::tflite_reference, T>(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims),
+                                            tensor_view<T>(expected.data(), dims), kernel.params());
+    kernel(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims),
+           tensor_view<T>(out.data(), dims));
+    CHECK(out == expected);
+    // Row y of a (all values) times the scalar y: the same pairs through the held-scalar kernel.
+    for (int y = 0; y < 256; ++y) {
+      const std::size_t row = static_cast<std::size_t>(y) * 256;
+      kernel(tensor_view<const T>(a.data(), shape{1, 256, 1}), tensor_view<const T>(b.data() + row, shape{1, 1, 1}),
+             tensor_view<T>(out.data() + row, shape{1, 256, 1}));
+    }
+    CHECK(out == expected);
+    // Per-channel: a 1x1x256 vector of every value held (as terms) over a 1x256x256 map whose pixel x holds x.
+    const shape wide{1, 256, 256};
+    kernel(tensor_view<const T>(a.data(), shape{1, 1, 256}), tensor_view<const T>(b.data(), wide),
+           tensor_view<T>(out.data(), wide));
+    CHECK(out == expected);
+  }
+}
+
+TEST_CASE("broadcast kernels: a wide per-channel vector is held in chunks of channels") {
+  // 600 channels cross the 256-channel term chunk twice.
+  std::mt19937 rng(3);
+  const shape dims{2, 3, 600};
+  placed_tensor<u8> a(dims, 1, 0, 1), b(shape{1, 1, 600}, 1, 0, 2), out(dims, 1, 0, 0), expected(dims, 1, 0, 0);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  const mosaiq::mul<u8> mul(quant_params{0.02f, 120}, quant_params{0.004f, 0}, quant_params{0.03f, 110});
+  ref::mul<rounding::tflite_reference, u8>(a.view(), b.view(), expected.view(), mul.params());
+  mul(a.view(), b.view(), out.view());
+  CHECK(out.values() == expected.values());
+  const mosaiq::add<u8> add(quant_params{0.02f, 120}, quant_params{0.004f, 0}, quant_params{0.03f, 110});
+  add(b.view(), a.view(), out.view());  // b first: the held input is a, the run is b
+  ref::add<rounding::tflite_reference, u8>(b.view(), a.view(), expected.view(), add.params());
+  CHECK(out.values() == expected.values());
+}
+
+TEST_CASE("mul kernel: misuse is reported and writes nothing") {
+  mosaiq::test::recording_handler errors;
+  std::vector<u8> a(24, 1), b(24, 2), out(24, 9);
+  const mosaiq::mul<u8> kernel(quant_params{0.1f, 0}, quant_params{0.1f, 0}, quant_params{0.2f, 0});
+  // b's height 2 neither equals the output's 3 nor is 1.
+  kernel(tensor_view<const u8>(a.data(), shape{3, 2, 4}), tensor_view<const u8>(b.data(), shape{2, 1, 4}),
+         tensor_view<u8>(out.data(), shape{3, 2, 4}));
+  CHECK(errors.calls() == 1);
+  CHECK(errors.last() == mosaiq::errc::shape_mismatch);
+  // out larger than the broadcast shape of a and b.
+  kernel(tensor_view<const u8>(a.data(), shape{1, 2, 4}), tensor_view<const u8>(b.data(), shape{1, 1, 4}),
+         tensor_view<u8>(out.data(), shape{3, 2, 4}));
+  CHECK(errors.calls() == 2);
+  CHECK(errors.last() == mosaiq::errc::shape_mismatch);
+  const mosaiq::mul<u8> invalid;
+  invalid(tensor_view<const u8>(a.data(), shape{2, 3, 4}), tensor_view<const u8>(b.data(), shape{2, 3, 4}),
+          tensor_view<u8>(out.data(), shape{2, 3, 4}));
+  CHECK(errors.calls() == 3);
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+  // Params quantized for the other rounding mode.
+  const mosaiq::mul<u8, rounding::single_round> other(kernel.params());
+  CHECK_FALSE(other.valid());
+  other(tensor_view<const u8>(a.data(), shape{2, 3, 4}), tensor_view<const u8>(b.data(), shape{2, 3, 4}),
+        tensor_view<u8>(out.data(), shape{2, 3, 4}));
+  CHECK(errors.calls() == 4);
   CHECK(std::count(out.begin(), out.end(), u8{9}) == 24);
 }
 

@@ -16,10 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "mosaiq/reference.hpp"
-
 #include "allocation_counter.hpp"
-
+#include "mosaiq/reference.hpp"
 
 namespace {
 
@@ -56,8 +54,9 @@ static_assert(small_net::buffer_of(0) == -1 && small_net::buffer_of(6) == -1);
 constexpr std::size_t small_net_scratch(std::size_t layer) {
   return small_net::memory_ranges[small_net::tensor_count + layer].bytes;
 }
-static_assert(small_net_scratch(0) == mosaiq::conv2d<mosaiq::conv2d_config{.out_channels = 8, .stride = {2, 2}},
-                                                      u8>::workspace_bytes({8, 8, 3}));
+static_assert(small_net_scratch(0) ==
+              mosaiq::conv2d<mosaiq::conv2d_config{.out_channels = 8, .stride = {2, 2}}, u8>::workspace_bytes({8, 8,
+                                                                                                               3}));
 static_assert(small_net_scratch(2) == mosaiq::depthwise<mosaiq::depthwise_config{}, u8>::workspace_bytes({4, 4, 8}));
 static_assert(small_net_scratch(4) ==
               mosaiq::pointwise<mosaiq::pointwise_config{.out_channels = 4}, u8>::workspace_bytes({4, 4, 8}));
@@ -369,17 +368,69 @@ TEST_CASE("net: int8 ASPP-like network (from, concat, pooling, resize) equals th
   check_network<aspp_net>(w, input, expected);
 }
 
+// Squeeze-and-excitation shape: the map is tapped, pooled to 1x1xC, a 1x1 gives the per-channel gate, layers::mul
+// multiplies the gate (current, 1x1x8) into the tapped map (8x8x8) and layers::add adds the tapped gate back to the
+// product: both broadcast the 1x1x8 vector over the map (TFLite broadcasting).
+using se_net = network<input<u8, 8, 8, 4>,
+                       layers::pointwise<layers::pointwise_config{.out_channels = 8, .act = activation::relu}>,  // 0
+                       layers::tap<"x">,                                                                         // 1
+                       layers::global_average_pool<>,                                   // 2: 1x1x8
+                       layers::pointwise<layers::pointwise_config{.out_channels = 8}>,  // 3: 1x1x8
+                       layers::tap<"g">,                                                // 4
+                       layers::mul<"x">,                                                // 5: 8x8x8
+                       layers::add<"g">>;                                               // 6: 8x8x8
+
+static_assert(se_net::layer_shapes[3] == shape{1, 1, 8} && se_net::layer_shapes[5] == shape{8, 8, 8});
+static_assert(se_net::output_shape == shape{8, 8, 8});
+static_assert(se_net::layer_macs[5] == 512 && se_net::layer_macs[6] == 512);
+
+std::vector<u8> se_net_by_hand(const se_net::weights& w, const std::vector<u8>& input) {
+  const auto& pw0 = w.layer<0>();
+  const auto& pw1 = w.layer<3>();
+  const shape map{8, 8, 8}, vector{1, 1, 8};
+  std::vector<u8> x(map.elements()), mean(8), gate(8), product(map.elements()), out(map.elements());
+  reference::pointwise_conv<R, u8>(
+      cview(input, {8, 8, 4}), pw0.filter.data(), pw0.bias.data(), view(x, map),
+      reference::make_conv_requant<R, u8>(w.input, pw0.filter_scales, pw0.filter_zero_point, pw0.output,
+                                          activation::relu));
+  reference::global_average_pool<R, u8>(cview(x, map), view(mean, vector), pw0.output, w.layer<2>().output);
+  reference::pointwise_conv<R, u8>(
+      cview(mean, vector), pw1.filter.data(), pw1.bias.data(), view(gate, vector),
+      reference::make_conv_requant<R, u8>(w.layer<2>().output, pw1.filter_scales, pw1.filter_zero_point, pw1.output,
+                                          activation::none));
+  reference::mul<R, u8>(cview(gate, vector), cview(x, map), view(product, map),
+                        reference::make_mul_params<u8>(pw1.output, pw0.output, w.layer<5>().output));
+  reference::add<R, u8>(cview(product, map), cview(gate, vector), view(out, map),
+                        reference::make_add_params<u8>(w.layer<5>().output, pw1.output, w.layer<6>().output));
+  return out;
+}
+
+TEST_CASE("net: squeeze-and-excitation (layers::mul and layers::add broadcasting a 1x1xC gate) equals the reference") {
+  lcg rng{17};
+  se_net::weights w;
+  w.input = {0.02f, 128};
+  fill_conv<u8>(w.layer<0>(), rng, {0.05f, 0});
+  w.layer<2>().output = {0.04f, 3};
+  fill_conv<u8>(w.layer<3>(), rng, {0.02f, 100});
+  w.layer<5>().output = {0.03f, 110};
+  w.layer<6>().output = {0.04f, 90};
+  const std::vector<u8> input = random_tensor<u8>(se_net::input_shape, 23);
+  const std::vector<u8> expected = se_net_by_hand(w, input);
+  CHECK(std::set<u8>(expected.begin(), expected.end()).size() > 8);
+  check_network<se_net>(w, input, expected);
+}
+
 // SSD-style heads: a box head on an early feature map is an extra output (layers::output), kept
 // alive past its last reader; the class head on a later map is the main output.
 using ssd_heads_net =
     network<input<u8, 16, 16, 8>,
             layers::pointwise<layers::pointwise_config{.out_channels = 16, .act = activation::relu6}>,  // 0: t1
-            layers::tap<"f0">,                                                                           // 1
-            layers::pointwise<layers::pointwise_config{.out_channels = 12}>,                             // 2: t2
-            layers::output<"box0">,                                                                      // 3
-            layers::from<"f0">,                                                                          // 4
-            layers::depthwise<layers::depthwise_config{.stride = {2, 2}}>,                               // 5: t3
-            layers::pointwise<layers::pointwise_config{.out_channels = 6}>>;                             // 6: t4
+            layers::tap<"f0">,                                                                          // 1
+            layers::pointwise<layers::pointwise_config{.out_channels = 12}>,                            // 2: t2
+            layers::output<"box0">,                                                                     // 3
+            layers::from<"f0">,                                                                         // 4
+            layers::depthwise<layers::depthwise_config{.stride = {2, 2}}>,                              // 5: t3
+            layers::pointwise<layers::pointwise_config{.out_channels = 6}>>;                            // 6: t4
 
 static_assert(ssd_heads_net::extra_output_count == 1);
 static_assert(ssd_heads_net::tensor_named<"box0"> == 2 && ssd_heads_net::tensor_named<"f0"> == 1);
@@ -410,18 +461,14 @@ TEST_CASE("net: extra outputs (layers::output) survive the run and equal the ref
                                    reference::make_conv_requant<R, u8>(w.input, l0.filter_scales, l0.filter_zero_point,
                                                                        l0.output, activation::relu6));
   reference::pointwise_conv<R, u8>(cview(f0, fs), l2.filter.data(), l2.bias.data(), view(box, bs),
-                                   reference::make_conv_requant<R, u8>(l0.output, l2.filter_scales,
-                                                                       l2.filter_zero_point, l2.output,
-                                                                       activation::none));
-  reference::depthwise_conv<R, u8>(cview(f0, fs), l5.filter.data(), l5.bias.data(), view(down, ds),
-                                   {.stride = {2, 2}},
-                                   reference::make_conv_requant<R, u8>(l0.output, l5.filter_scales,
-                                                                       l5.filter_zero_point, l5.output,
-                                                                       activation::none));
+                                   reference::make_conv_requant<R, u8>(
+                                       l0.output, l2.filter_scales, l2.filter_zero_point, l2.output, activation::none));
+  reference::depthwise_conv<R, u8>(cview(f0, fs), l5.filter.data(), l5.bias.data(), view(down, ds), {.stride = {2, 2}},
+                                   reference::make_conv_requant<R, u8>(
+                                       l0.output, l5.filter_scales, l5.filter_zero_point, l5.output, activation::none));
   reference::pointwise_conv<R, u8>(cview(down, ds), l6.filter.data(), l6.bias.data(), view(expected, os),
-                                   reference::make_conv_requant<R, u8>(l5.output, l6.filter_scales,
-                                                                       l6.filter_zero_point, l6.output,
-                                                                       activation::none));
+                                   reference::make_conv_requant<R, u8>(
+                                       l5.output, l6.filter_scales, l6.filter_zero_point, l6.output, activation::none));
   CHECK(std::set<u8>(box.begin(), box.end()).size() > 8);
 
   const ssd_heads_net::prepared prepared = ssd_heads_net::prepare(w);

@@ -1,5 +1,6 @@
-// reference/eltwise.hpp: residual add and channel concat against hand-computed TFLite results, float twins, and
-// agreement of the quantized ops with float math on random data.
+// reference/eltwise.hpp: add, mul and channel concat against hand-computed TFLite results, TFLite broadcasting
+// against the element-wise op on tiled inputs, float twins, and agreement of the quantized ops with float math on
+// random data.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -138,6 +139,121 @@ TEST_CASE("add float applies the activation, and in place works") {
   CHECK(a[1] == 0.0f);  // -2 -> relu
   CHECK(a[2] == 6.0f);  // 6.5 -> 6
   CHECK(a[3] == 3.5f);
+}
+
+TEST_CASE("mul params are the multiplier TFLite's MUL Prepare derives") {
+  // 0.5 * 0.25 / 0.125 = 1 = 0.5 * 2^1 -> (2^30, 1): a multiplier of 1 and above keeps its left shift.
+  const auto unit = reference::make_mul_params<u8>({0.5f, 128}, {0.25f, 100}, {0.125f, 10});
+  CHECK(unit.valid);
+  CHECK(unit.input1_offset == -128);
+  CHECK(unit.input2_offset == -100);
+  CHECK(unit.output_offset == 10);
+  CHECK(unit.output_multiplier == quantized_multiplier{q31_half, 1});
+  CHECK(unit.clamp == clamp_range{0, 255});
+  // 0.5 * 0.25 / 0.5 = 0.25 -> (2^30, -1); relu6 with scale 0.5, zp -128 clamps to [-128, -116].
+  const auto quarter = reference::make_mul_params<i8>({0.5f, 0}, {0.25f, 0}, {0.5f, -128}, activation::relu6);
+  CHECK(quarter.output_multiplier == quantized_multiplier{q31_half, -1});
+  CHECK(quarter.clamp == clamp_range{-128, -116});
+  // The product s_a * s_b is a float, as mul.cc writes it: 0.1f * 0.3f / 0.7f in float, then widened.
+  const auto product = reference::make_mul_params<u8>({0.1f, 0}, {0.3f, 0}, {0.7f, 0});
+  CHECK(product.output_multiplier == quantize_multiplier(static_cast<double>(0.1f * 0.3f / 0.7f)));
+}
+
+TEST_CASE("mul uint8: (a - zp_a) (b - zp_b) rescaled, both rounding modes on ties, saturation") {
+  // Multiplier 1: out = 10 + (a - 128)(b - 100), clamped to [0, 255].
+  const auto unit = reference::make_mul_params<u8>({0.5f, 128}, {0.25f, 100}, {0.125f, 10});
+  const std::array<u8, 5> a{130, 126, 140, 200, 120}, b{103, 105, 110, 110, 110};
+  std::array<u8, 5> out{};
+  const shape dims{1, 5, 1};
+  reference::mul<rounding::tflite_reference, u8>(tensor_view<const u8>(a.data(), dims),
+                                                 tensor_view<const u8>(b.data(), dims),
+                                                 tensor_view<u8>(out.data(), dims), unit);
+  CHECK(out == std::array<u8, 5>{16, 0, 130, 255, 0});  // 10+6, 10-10, 10+120, 10+720 -> 255, 10-80 -> 0
+
+  // Multiplier 0.25: products -2, 2, 3, -3, -1 are -0.5, 0.5, 0.75, -0.75, -0.25. TFLite's double rounding takes -0.5
+  // away from zero (-1); single rounding rounds it up (0).
+  const std::array<u8, 5> c{126, 130, 131, 125, 127}, one{101, 101, 101, 101, 101};
+  const auto c_view = tensor_view<const u8>(c.data(), dims), one_view = tensor_view<const u8>(one.data(), dims);
+  reference::mul<rounding::tflite_reference, u8>(c_view, one_view, tensor_view<u8>(out.data(), dims),
+                                                 reference::make_mul_params<u8>({0.5f, 128}, {0.25f, 100}, {0.5f, 10}));
+  CHECK(out == std::array<u8, 5>{9, 11, 11, 9, 10});
+  reference::mul<rounding::single_round, u8>(
+      c_view, one_view, tensor_view<u8>(out.data(), dims),
+      reference::make_mul_params<u8, rounding::single_round>({0.5f, 128}, {0.25f, 100}, {0.5f, 10}));
+  CHECK(out == std::array<u8, 5>{10, 11, 11, 9, 10});
+}
+
+TEST_CASE("mul int8 broadcasts a per-channel vector over a map (squeeze-and-excitation) and a scalar") {
+  // Multiplier 1 (0.5 * 0.25 / 0.125), zero points 0 / -100 / 10: out = 10 + a (b + 100), clamped to int8.
+  const auto params = reference::make_mul_params<i8>({0.5f, 0}, {0.25f, -100}, {0.125f, 10});
+  const std::array<i8, 6> map{1, 2, 3, -4, -5, 6};  // 1x2x3
+  const std::array<i8, 3> scale{-99, -98, -100};    // 1x1x3: factors 1, 2, 0
+  std::array<i8, 6> out{};
+  reference::mul<rounding::tflite_reference, i8>(tensor_view<const i8>(map.data(), shape{1, 2, 3}),
+                                                 tensor_view<const i8>(scale.data(), shape{1, 1, 3}),
+                                                 tensor_view<i8>(out.data(), shape{1, 2, 3}), params);
+  CHECK(out == std::array<i8, 6>{11, 14, 10, 6, 0, 10});
+  // The vector first (TFLite accepts either order): a = vector, b = map, the offsets follow the operands.
+  const auto swapped = reference::make_mul_params<i8>({0.25f, -100}, {0.5f, 0}, {0.125f, 10});
+  reference::mul<rounding::tflite_reference, i8>(tensor_view<const i8>(scale.data(), shape{1, 1, 3}),
+                                                 tensor_view<const i8>(map.data(), shape{1, 2, 3}),
+                                                 tensor_view<i8>(out.data(), shape{1, 2, 3}), swapped);
+  CHECK(out == std::array<i8, 6>{11, 14, 10, 6, 0, 10});
+  // A scalar 1x1x1 of factor 30: 10 + 30 a, saturating at both ends.
+  const std::array<i8, 1> thirty{-70};
+  reference::mul<rounding::tflite_reference, i8>(tensor_view<const i8>(map.data(), shape{1, 2, 3}),
+                                                 tensor_view<const i8>(thirty.data(), shape{1, 1, 1}),
+                                                 tensor_view<i8>(out.data(), shape{1, 2, 3}), params);
+  CHECK(out == std::array<i8, 6>{40, 70, 100, -110, -128, 127});
+}
+
+TEST_CASE_TEMPLATE("broadcasting equals the element-wise op on inputs tiled to the output's shape", T, u8, i8) {
+  // TFLite's rule: an axis of extent 1 is read at index 0 for every output index. Each pattern of a (N, H, W, C in
+  // {full, 1}) against a full b, and b against a full a, through the broadcast op and through explicit tiling.
+  std::mt19937 rng(21);
+  const int batch = 2;
+  const shape full{3, 4, 5};
+  const int zp = std::is_same_v<T, u8> ? 128 : 0;
+  const auto add_params = reference::make_add_params<T>({0.03f, zp + 5}, {0.05f, zp - 7}, {0.06f, zp + 3});
+  const auto mul_params = reference::make_mul_params<T>({0.03f, zp + 5}, {0.05f, zp - 7}, {0.01f, zp + 3});
+  const std::vector<T> dense = random_values<T>(rng, static_cast<std::size_t>(batch) * full.elements());
+  for (unsigned pattern = 0; pattern < 16; ++pattern) {
+    const auto keep = [pattern](unsigned bit, int extent) { return (pattern >> bit & 1u) != 0 ? extent : 1; };
+    const int small_batch = keep(0, batch);
+    const shape small{keep(1, full.height), keep(2, full.width), keep(3, full.channels)};
+    const std::vector<T> values = random_values<T>(rng, static_cast<std::size_t>(small_batch) * small.elements());
+    std::vector<T> tiled(dense.size());
+    const tensor_view<const T> small_view(values.data(), small, small_batch);
+    const tensor_view<T> tiled_view(tiled.data(), full, batch);
+    for (int n = 0; n < batch; ++n)
+      for (int y = 0; y < full.height; ++y)
+        for (int x = 0; x < full.width; ++x)
+          for (int c = 0; c < full.channels; ++c)
+            tiled_view(n, y, x, c) = small_view(small_batch == 1 ? 0 : n, small.height == 1 ? 0 : y,
+                                                small.width == 1 ? 0 : x, small.channels == 1 ? 0 : c);
+    const tensor_view<const T> dense_view(dense.data(), full, batch);
+    std::vector<T> broadcast(dense.size()), elementwise(dense.size());
+    const tensor_view<T> broadcast_view(broadcast.data(), full, batch),
+        elementwise_view(elementwise.data(), full, batch);
+    CAPTURE(pattern);
+    reference::add<rounding::tflite_reference, T>(dense_view, small_view, broadcast_view, add_params);
+    reference::add<rounding::tflite_reference, T>(dense_view, tiled_view, elementwise_view, add_params);
+    CHECK(broadcast == elementwise);
+    reference::mul<rounding::tflite_reference, T>(small_view, dense_view, broadcast_view, mul_params);
+    reference::mul<rounding::tflite_reference, T>(tiled_view, dense_view, elementwise_view, mul_params);
+    CHECK(broadcast == elementwise);
+  }
+}
+
+TEST_CASE("float add and mul broadcast a per-channel vector and apply the activation") {
+  const std::array<float, 4> map{1.0f, -3.0f, 2.5f, 4.0f};  // 1x2x2
+  const std::array<float, 2> vector{2.0f, 0.5f};            // 1x1x2
+  std::array<float, 4> out{};
+  const tensor_view<const float> map_view(map.data(), shape{1, 2, 2}), vector_view(vector.data(), shape{1, 1, 2});
+  reference::mul(map_view, vector_view, tensor_view<float>(out.data(), shape{1, 2, 2}), activation::relu);
+  CHECK(out == std::array<float, 4>{2.0f, 0.0f, 5.0f, 2.0f});
+  reference::add(vector_view, map_view, tensor_view<float>(out.data(), shape{1, 2, 2}), activation::relu6);
+  CHECK(out == std::array<float, 4>{3.0f, 0.0f, 4.5f, 4.5f});
 }
 
 TEST_CASE("concat of three uint8 inputs with mixed params into a channel slice") {
@@ -295,6 +411,42 @@ TEST_CASE("eltwise misuse is reported and writes nothing") {
     const auto params = reference::make_add_params<i8>({1.0f, 128}, unit, unit);
     CHECK_FALSE(params.valid);
     CHECK(errors.last() == errc::invalid_argument);
+  }
+  SUBCASE("add whose output is larger than the broadcast shape") {
+    const auto params = reference::make_add_params<u8>(unit, unit, unit);
+    reference::add<rounding::tflite_reference>(tensor_view<const u8>(a.data(), shape{1, 1, 1}),
+                                               tensor_view<const u8>(b.data(), shape{1, 1, 1}),
+                                               tensor_view<u8>(result.data(), shape{1, 4, 1}), params);
+    CHECK(errors.calls() == 1);
+    CHECK(errors.last() == errc::shape_mismatch);
+  }
+  SUBCASE("mul with mismatched shapes") {
+    const auto params = reference::make_mul_params<u8>(unit, unit, unit);
+    reference::mul<rounding::tflite_reference>(tensor_view<const u8>(a.data(), shape{1, 4, 1}),
+                                               tensor_view<const u8>(b.data(), shape{1, 2, 1}),
+                                               tensor_view<u8>(result.data(), shape{1, 4, 1}), params);
+    CHECK(errors.calls() == 1);
+    CHECK(errors.last() == errc::shape_mismatch);
+  }
+  SUBCASE("mul with params for the other rounding mode") {
+    const auto params = reference::make_mul_params<u8, rounding::single_round>(unit, unit, unit);
+    reference::mul<rounding::tflite_reference>(tensor_view<const u8>(a.data(), shape{1, 4, 1}),
+                                               tensor_view<const u8>(b.data(), shape{1, 4, 1}),
+                                               tensor_view<u8>(result.data(), shape{1, 4, 1}), params);
+    CHECK(errors.calls() == 1);
+    CHECK(errors.last() == errc::invalid_argument);
+  }
+  SUBCASE("mul params: a zero scale, a zero point outside int8, a multiplier of 2^30") {
+    CHECK_FALSE(reference::make_mul_params<u8>(unit, {0.0f, 0}, unit).valid);
+    CHECK_FALSE(reference::make_mul_params<i8>(unit, {1.0f, -129}, unit).valid);
+    CHECK_FALSE(reference::make_mul_params<u8>(unit, unit, {1.0f / 1073741824.0f, 0}).valid);
+    CHECK(errors.calls() == 3);
+    CHECK(errors.last() == errc::invalid_argument);
+    // Single rounding saturates such a shift as TFLite's TFLITE_SINGLE_ROUNDING build does.
+    const auto saturated =
+        reference::make_mul_params<u8, rounding::single_round>(unit, unit, {1.0f / 1073741824.0f, 0});
+    CHECK(saturated.valid);
+    CHECK(saturated.output_multiplier == quantized_multiplier{2147483647, 30});
   }
   SUBCASE("concat whose channel counts do not add up") {
     const std::array<reference::concat_input<u8>, 2> inputs{{{tensor_view<const u8>(a.data(), shape{1, 2, 2}), unit},

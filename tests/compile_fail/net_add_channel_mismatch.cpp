@@ -1,4 +1,4 @@
-// expect: layers::add needs the current and the tapped tensor to have the same shape
+// expect: layers::add and layers::mul need the current and the tapped tensor to broadcast
 // A residual add whose branch changed the channel count (8 -> 16).
 #include "mosaiq/net/network.hpp"
 

@@ -141,8 +141,7 @@ struct executor<layers::pointwise<C>, T, R, In, Out>
 template <layers::pool_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::average_pool<C>, T, R, In, Out> : detail::same_quantization_executor {
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
-    mosaiq::average_pool<T>(in[0], out, {.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act},
-                            s.output);
+    mosaiq::average_pool<T>(in[0], out, {.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act}, s.output);
   }
 };
 
@@ -207,19 +206,35 @@ struct executor<layers::softmax<C>, T, R, In, Out> {
   }
 };
 
-template <fixed_string Tapped, activation Act, quantized_element T, rounding R, shape In, shape Out>
-struct executor<layers::add<Tapped, Act>, T, R, In, Out> {
-  // Output element i only depends on input elements i, and the kernel reads every block of 16
-  // elements before it writes it (mosaiq::add's contract: out may be exactly a or b).
+namespace detail {
+
+/// An element-wise layer (add, mul) on its op: out may be exactly a or b (the ops' contract: every block is read
+/// before it is written), and the plan only runs a layer in place on an input of the output's shape.
+template <class Op, quantized_element T>
+struct binary_executor {
   static constexpr bool in_place = true;
   static constexpr std::size_t scratch_bytes(shape, shape) noexcept { return 0; }
-  using state = detail::kernel_state<mosaiq::add<T, R>>;
-  template <class W>
-  static state prepare(const W& w, const std::array<quant_params, 2>& in) {
-    return {mosaiq::add<T, R>(in[0], in[1], w.output, Act), w.output};
-  }
+  using state = kernel_state<Op>;
   static void run(const state& s, const input_views<T, 2>& in, tensor_view<T> out, std::span<std::byte>) {
     s.kernel(in[0], in[1], out);
+  }
+};
+
+}  // namespace detail
+
+template <fixed_string Tapped, activation Act, quantized_element T, rounding R, shape In, shape Out>
+struct executor<layers::add<Tapped, Act>, T, R, In, Out> : detail::binary_executor<mosaiq::add<T, R>, T> {
+  template <class W>
+  static typename executor::state prepare(const W& w, const std::array<quant_params, 2>& in) {
+    return {mosaiq::add<T, R>(in[0], in[1], w.output, Act), w.output};
+  }
+};
+
+template <fixed_string Tapped, activation Act, quantized_element T, rounding R, shape In, shape Out>
+struct executor<layers::mul<Tapped, Act>, T, R, In, Out> : detail::binary_executor<mosaiq::mul<T, R>, T> {
+  template <class W>
+  static typename executor::state prepare(const W& w, const std::array<quant_params, 2>& in) {
+    return {mosaiq::mul<T, R>(in[0], in[1], w.output, Act), w.output};
   }
 };
 

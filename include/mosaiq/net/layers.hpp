@@ -332,21 +332,43 @@ struct from {
   static constexpr std::string_view name = Name.view();
 };
 
-/// Residual connection: current + tapped, same shape, requantized to the layer's output quantization.
-template <fixed_string Tapped, activation Act = activation::none>
-struct add {
+/// The output shape of an element-wise layer under TFLite broadcasting: per axis the inputs' extents are equal or
+/// one of them is 1, and the output takes the larger.
+constexpr shape_result broadcast_output(shape a, shape b) noexcept {
+  const auto axis = [](int x, int y) { return x == y || x == 1 || y == 1; };
+  if (!axis(a.height, b.height) || !axis(a.width, b.width) || !axis(a.channels, b.channels))
+    return {a, shape_error::add_shape_mismatch};
+  return {shape{std::max(a.height, b.height), std::max(a.width, b.width), std::max(a.channels, b.channels)}};
+}
+
+/// What add and mul share: the current and a tapped tensor in, their broadcast shape out, one operation per output
+/// element, an output quantization as the only weights.
+template <fixed_string Tapped, activation Act>
+struct broadcasting_layer {
   static constexpr activation act = Act;
   static constexpr layer_role role = layer_role::op;
-  static constexpr std::string_view kind = "add";
   static constexpr std::array<std::string_view, 2> inputs{current_tensor, Tapped.view()};
 
   static constexpr shape_result infer(const std::array<shape, 2>& in) noexcept {
-    if (!(in[0] == in[1])) return {in[0], shape_error::add_shape_mismatch};
-    return {in[0]};
+    return broadcast_output(in[0], in[1]);
   }
   static constexpr layer_cost cost(shape, shape out) noexcept { return {count(out), 0, 0}; }
   template <quantized_element T, shape In, shape Out>
   using weights = output_quant_weights;
+};
+
+/// Residual connection: current + tapped with TFLite broadcasting (equal shapes, or a 1x1xC vector, a scalar...),
+/// requantized to the layer's output quantization.
+template <fixed_string Tapped, activation Act = activation::none>
+struct add : broadcasting_layer<Tapped, Act> {
+  static constexpr std::string_view kind = "add";
+};
+
+/// current * tapped with TFLite's MUL requantization and broadcasting: a squeeze-and-excitation or attention gate is
+/// layers::mul<"features"> after the 1x1xC gate (or the gate tapped and multiplied into the map).
+template <fixed_string Tapped, activation Act = activation::none>
+struct mul : broadcasting_layer<Tapped, Act> {
+  static constexpr std::string_view kind = "mul";
 };
 
 /// Channel concatenation of the named tensors, in order (tap the current tensor to include it).

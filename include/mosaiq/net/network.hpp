@@ -282,7 +282,8 @@ class network {
   static_assert(topology.error != graph_error::duplicate_tap,
                 "mosaiq::network: two layers::tap use the same name, or a tap name is empty");
   static_assert(topology.error != graph_error::add_shape_mismatch,
-                "mosaiq::network: layers::add needs the current and the tapped tensor to have the same shape");
+                "mosaiq::network: layers::add and layers::mul need the current and the tapped tensor to broadcast (per "
+                "axis equal, or one of them 1)");
   static_assert(topology.error != graph_error::concat_spatial_mismatch,
                 "mosaiq::network: layers::concat needs every input to have the same height and width");
   static_assert(topology.error != graph_error::window_does_not_fit,
@@ -509,8 +510,9 @@ class network {
   static tensor_view<const T> output_view(std::span<const std::byte> arena) noexcept {
     constexpr std::size_t t = tensor_named<Name>;
     static_assert(t < tensor_count, "mosaiq::network::output_view: no output layer has this name");
-    static_assert(is_output_name<Name>(), "mosaiq::network::output_view: the name is a tap, not an output layer; "
-                                          "its memory may be reused before run() returns");
+    static_assert(is_output_name<Name>(),
+                  "mosaiq::network::output_view: the name is a tap, not an output layer; "
+                  "its memory may be reused before run() returns");
     return tensor_view<const T>(reinterpret_cast<const T*>(arena.data() + tensor_offset(t)), topology.tensors[t].dims);
   }
 

@@ -1,8 +1,21 @@
-// Quantized element-wise kernels, bit-exact with reference/eltwise.hpp:
+// Quantized element-wise kernels (add, mul, concat), bit-exact with reference/eltwise.hpp:
 //
 //   mosaiq::add<mosaiq::u8> residual(a_quant, b_quant, out_quant, mosaiq::activation::relu6);  // load time
 //   residual(a, b, out);          // out may be a or b (in place)
 //   mosaiq::concat<mosaiq::i8>(std::span<const mosaiq::reference::concat_input<mosaiq::i8>>(parts), out, out_quant);
+//   mosaiq::mul<mosaiq::i8> excite(map_quant, gate_quant, out_quant);   // load time
+//   excite(map, gate, out);       // gate 1x1xC over map HxWxC (TFLite broadcasting), or any broadcast, or equal shapes
+//
+// Broadcasting (add and mul, run_broadcast): equal dense shapes run as one flat array; a single element against a full
+// tensor is one held term; otherwise pixel by pixel, each input's channel run read element-wise, held as precomputed
+// int32 terms (an input of width 1 against one that moves along x: a per-channel vector, a column; recomputed only when
+// its pixel changes, 256 channels at a time), or held as one term (an input with one channel). A term is what one
+// element contributes before the other input is read: its scaled value (add pipeline), its table entry (add tables,
+// gathered on AVX2/AVX-512) or its offset value (mul).
+//
+// mul: TFLite's MUL, out = clamp(zp + MultiplyByQuantizedMultiplier((a - zp_a)(b - zp_b), M)); the products are exact
+// in int32 lanes. AVX2 folds the multiplier's two roundings into one floor (mul_folded_regs); AVX-512 and NEON run
+// the general lane multiply.
 //
 // add: TFLite's integer ADD pipeline, out = clamp(F(S1[a] + S2[b]) + zp), where S_i[q] = the scaled input
 // MultiplyByQuantizedMultiplierSmallerThanOne((q + offset_i) << 20, m_i, s_i) depends on one byte only and F is the
@@ -69,6 +82,27 @@ struct add_regs {
         output(lanes::scale_regs::of(prepare_scale<R>(p.output_multiplier))) {}
 };
 
+/// Which input of a binary op an operand is.
+enum class input { a, b };
+
+/// One input's side of the ADD pipeline: MultiplyByQuantizedMultiplierSmallerThanOne((v + offset) << 20, m).
+template <rounding R>
+[[gnu::always_inline]] inline lanes::reg add_scaled_input(lanes::reg v, lanes::reg offset,
+                                                          const lanes::scale_regs& s) noexcept {
+  using isa = lanes::isa;
+  const lanes::reg shifted = isa::shift_left(isa::add(v, offset), reference::add_params::left_shift);
+  return isa::template multiply<R>(shifted, s.multiplier, s.left_shift, s.right_shift);
+}
+
+/// The rest of the ADD pipeline on a sum of scaled inputs: the output multiplier, the zero point, the clamp.
+template <rounding R>
+[[gnu::always_inline]] inline lanes::reg add_output(lanes::reg sum, const add_regs<R>& k) noexcept {
+  using isa = lanes::isa;
+  const lanes::reg raw = isa::add(
+      isa::template multiply<R>(sum, k.output.multiplier, k.output.left_shift, k.output.right_shift), k.output_offset);
+  return isa::min(isa::max(raw, k.clamp_min), k.clamp_max);
+}
+
 /// 16 elements of reference::detail::add_element.
 template <rounding R, quantized_element T>
 [[gnu::always_inline]] inline void add_block(const T* a, const T* b, T* out, const add_regs<R>& k) noexcept {
@@ -76,33 +110,175 @@ template <rounding R, quantized_element T>
   lanes::reg va[isa::regs], vb[isa::regs];
   isa::widen(a, va);
   isa::widen(b, vb);
-  for (int j = 0; j < isa::regs; ++j) {
-    const lanes::reg shifted1 = isa::shift_left(isa::add(va[j], k.offset1), reference::add_params::left_shift);
-    const lanes::reg shifted2 = isa::shift_left(isa::add(vb[j], k.offset2), reference::add_params::left_shift);
-    const lanes::reg scaled1 =
-        isa::template multiply<R>(shifted1, k.input1.multiplier, k.input1.left_shift, k.input1.right_shift);
-    const lanes::reg scaled2 =
-        isa::template multiply<R>(shifted2, k.input2.multiplier, k.input2.left_shift, k.input2.right_shift);
-    const lanes::reg sum = isa::add(scaled1, scaled2);
-    const lanes::reg raw =
-        isa::add(isa::template multiply<R>(sum, k.output.multiplier, k.output.left_shift, k.output.right_shift),
-                 k.output_offset);
-    va[j] = isa::min(isa::max(raw, k.clamp_min), k.clamp_max);
-  }
+  for (int j = 0; j < isa::regs; ++j)
+    va[j] = add_output<R>(
+        isa::add(add_scaled_input<R>(va[j], k.offset1, k.input1), add_scaled_input<R>(vb[j], k.offset2, k.input2)), k);
   isa::template narrow<T>(out, va);
+}
+
+/// Runs block(v, w, terms, out) over n elements in blocks of lanes::block; the tail goes through zero-padded copies.
+/// w (a run of the other input) and terms (one precomputed int32 per element) are read only when ReadsW / ReadsTerms.
+template <bool ReadsW, bool ReadsTerms, quantized_element T, class Block>
+[[gnu::always_inline]] inline void run_blocks(const T* v, const T* w, const std::int32_t* terms, T* out, std::size_t n,
+                                              Block block) noexcept {
+  std::size_t i = 0;
+  for (; i + lanes::block <= n; i += lanes::block)
+    block(v + i, ReadsW ? w + i : w, ReadsTerms ? terms + i : terms, out + i);
+  if (i == n) return;
+  const std::size_t rest = n - i;
+  T tv[lanes::block] = {}, tw[lanes::block] = {}, to[lanes::block];
+  std::int32_t tt[lanes::block] = {};
+  std::memcpy(tv, v + i, rest * sizeof(T));
+  if constexpr (ReadsW) std::memcpy(tw, w + i, rest * sizeof(T));
+  if constexpr (ReadsTerms) std::memcpy(tt, terms + i, rest * sizeof(std::int32_t));
+  block(tv, tw, tt, to);
+  std::memcpy(out + i, to, rest * sizeof(T));
 }
 
 template <rounding R, quantized_element T>
 inline void add_span(const T* a, const T* b, T* out, std::size_t n, const add_regs<R>& k) noexcept {
-  std::size_t i = 0;
-  for (; i + lanes::block <= n; i += lanes::block) add_block<R, T>(a + i, b + i, out + i, k);
-  if (i < n) {
-    T ta[lanes::block] = {}, tb[lanes::block] = {}, to[lanes::block];
-    std::memcpy(ta, a + i, (n - i) * sizeof(T));
-    std::memcpy(tb, b + i, (n - i) * sizeof(T));
-    add_block<R, T>(ta, tb, to, k);
-    std::memcpy(out + i, to, (n - i) * sizeof(T));
+  run_blocks<true, false>(a, b, nullptr, out, n, [&k](const T* va, const T* vb, const std::int32_t*, T* vo) {
+    add_block<R, T>(va, vb, vo, k);
+  });
+}
+
+/// Runs finish(x, t, out) over blocks of a run v widened to int32 (x) beside the other input's terms (t): one per
+/// element, or one term in every lane (Held).
+template <bool Held, quantized_element T, class Finish>
+[[gnu::always_inline]] inline void run_terms(const T* v, const std::int32_t* terms, std::int32_t term, T* out,
+                                             std::size_t n, Finish finish) noexcept {
+  using isa = lanes::isa;
+  const lanes::reg held = isa::set1(term);
+  run_blocks<false, !Held>(v, static_cast<const T*>(nullptr), terms, out, n,
+                           [&](const T* bv, const T*, const std::int32_t* bt, T* bo) {
+                             lanes::reg x[isa::regs], t[isa::regs];
+                             isa::widen(bv, x);
+                             if constexpr (Held)
+                               for (int j = 0; j < isa::regs; ++j) t[j] = held;
+                             else
+                               isa::load(bt, t);
+                             finish(x, t, bo);
+                           });
+}
+
+/// The ADD pipeline with one input held: a run of input `side` plus the other input's scaled values, precomputed
+/// (terms, one per element) or one for the whole run (Held).
+template <bool Held, rounding R, quantized_element T>
+inline void add_terms_span(input side, const T* v, const std::int32_t* terms, std::int32_t term, T* out, std::size_t n,
+                           const add_regs<R>& k) noexcept {
+  using isa = lanes::isa;
+  const lanes::reg offset = side == input::a ? k.offset1 : k.offset2;
+  const lanes::scale_regs& scale = side == input::a ? k.input1 : k.input2;
+  run_terms<Held>(v, terms, term, out, n, [&](lanes::reg* x, const lanes::reg* t, T* bo) {
+    for (int j = 0; j < isa::regs; ++j)
+      x[j] = add_output<R>(isa::add(add_scaled_input<R>(x[j], offset, scale), t[j]), k);
+    isa::template narrow<T>(bo, x);
+  });
+}
+
+/// The mul_params decoded into broadcast registers once per call.
+template <rounding R>
+struct mul_regs {
+  lanes::reg offset1, offset2, output_offset, clamp_min, clamp_max;
+  lanes::scale_regs output;
+
+  explicit mul_regs(const reference::mul_params& p) noexcept
+      : offset1(lanes::isa::set1(p.input1_offset)),
+        offset2(lanes::isa::set1(p.input2_offset)),
+        output_offset(lanes::isa::set1(p.output_offset)),
+        clamp_min(lanes::isa::set1(p.clamp.min)),
+        clamp_max(lanes::isa::set1(p.clamp.max)),
+        output(lanes::scale_regs::of(prepare_scale<R>(p.output_multiplier))) {}
+
+  /// A product of offset inputs to its clamped output value, as reference::detail::mul_element (requantize: the
+  /// zero-point add wraps as the scalar one does).
+  [[gnu::always_inline]] lanes::reg operator()(lanes::reg product) const noexcept {
+    using isa = lanes::isa;
+    const lanes::reg raw = isa::add(
+        isa::template multiply<R>(product, output.multiplier, output.left_shift, output.right_shift), output_offset);
+    return isa::min(isa::max(raw, clamp_min), clamp_max);
   }
+};
+
+#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__) && !defined(__AVX512BW__)
+#define MOSAIQ_MUL_FOLDED 1
+/// MUL's requantization with its two roundings folded into one floor (AVX2, exact). With P = (product << left) * M:
+/// SaturatingRoundingDoublingHighMul is Q = floor((P + 2^30) / 2^31) (M is never INT32_MIN, so it never saturates),
+/// and RoundingDivideByPOT(Q, e) = floor((Q + 2^(e-1) - [Q < 0]) / 2^e) = floor(Q' / 2^e) with
+/// Q' = floor((P + 2^30 + 2^(30+e)) / 2^31) - [Q < 0]. Q < 0 exactly when P < -2^30; the correction is applied for
+/// every negative product instead (M is 0 or in [2^30, 2^31)), which differs only where P + 2^30 is in [0, 2^30):
+/// there Q' is 2^(e-1) or 2^(e-1) - 1, both 0 after the shift by e >= 1. Single rounding with shift <= 0 is floor((P +
+/// 2^(n-1)) / 2^n), n = 31 - shift >= 31: the same steps without the correction. Bits 31..62 of the 64-bit sums hold Q'
+/// (|P| < 2^62), so one pair of 32x32->64 multiplies and three shifts replace the general lane multiply.
+struct mul_folded_regs {
+  __m256i multiplier, beta, threshold, output_offset, clamp_min, clamp_max;
+  __m128i left_shift, right_shift;
+  bool usable = false;
+
+  template <rounding R>
+  static mul_folded_regs of(const reference::mul_params& p) noexcept {
+    const quantized_multiplier q = p.output_multiplier;
+    mul_folded_regs k{};
+    const int left = q.shift > 0 ? q.shift : 0, right = q.shift < 0 ? -q.shift : 0;
+    std::int64_t beta = std::int64_t{1} << 30;
+    std::int32_t threshold = INT32_MIN;  // no lane is below it: no correction
+    if constexpr (R == rounding::tflite_reference) {
+      if (right > 0) {
+        beta += std::int64_t{1} << (30 + right);
+        threshold = 0;
+      }
+    } else {
+      if (q.shift > 0) return k;  // n < 31: the general lane multiply
+      beta = std::int64_t{1} << (30 + right);
+    }
+    k.multiplier = _mm256_set1_epi32(q.multiplier);
+    k.beta = _mm256_set1_epi64x(beta);
+    k.threshold = _mm256_set1_epi32(threshold);
+    k.output_offset = _mm256_set1_epi32(p.output_offset);
+    k.clamp_min = _mm256_set1_epi32(p.clamp.min);
+    k.clamp_max = _mm256_set1_epi32(p.clamp.max);
+    k.left_shift = _mm_cvtsi32_si128(left);
+    k.right_shift = _mm_cvtsi32_si128(right);
+    k.usable = true;
+    return k;
+  }
+
+  [[gnu::always_inline]] __m256i operator()(__m256i product) const noexcept {
+    const __m256i shifted = _mm256_sll_epi32(product, left_shift);
+    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(shifted, multiplier), beta);
+    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(shifted, 32), multiplier), beta);
+    __m256i q = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0b10101010);
+    q = _mm256_add_epi32(q, _mm256_cmpgt_epi32(threshold, shifted));  // - [Q < 0]
+    q = _mm256_add_epi32(_mm256_sra_epi32(q, right_shift), output_offset);
+    return _mm256_min_epi32(_mm256_max_epi32(q, clamp_min), clamp_max);
+  }
+};
+#endif
+
+/// Element-wise MUL: output(offset a * offset b) on blocks of 16.
+template <quantized_element T, class Output>
+inline void mul_span(const T* a, const T* b, T* out, std::size_t n, lanes::reg offset1, lanes::reg offset2,
+                     const Output& output) noexcept {
+  using isa = lanes::isa;
+  run_blocks<true, false>(a, b, nullptr, out, n, [&](const T* va, const T* vb, const std::int32_t*, T* vo) {
+    lanes::reg x[isa::regs], y[isa::regs];
+    isa::widen(va, x);
+    isa::widen(vb, y);
+    for (int j = 0; j < isa::regs; ++j) x[j] = output(isa::mullo(isa::add(x[j], offset1), isa::add(y[j], offset2)));
+    isa::template narrow<T>(vo, x);
+  });
+}
+
+/// MUL with one input held: a run (offset by `offset`) times the other input's offset values (terms, or one term:
+/// Held).
+template <bool Held, quantized_element T, class Output>
+inline void mul_terms_span(const T* v, const std::int32_t* terms, std::int32_t term, T* out, std::size_t n,
+                           lanes::reg offset, const Output& output) noexcept {
+  using isa = lanes::isa;
+  run_terms<Held>(v, terms, term, out, n, [&](lanes::reg* x, const lanes::reg* t, T* bo) {
+    for (int j = 0; j < isa::regs; ++j) x[j] = output(isa::mullo(isa::add(x[j], offset), t[j]));
+    isa::template narrow<T>(bo, x);
+  });
 }
 
 /// reference::detail::concat_rescale in broadcast registers.
@@ -430,6 +606,42 @@ inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const 
 }
 #endif
 
+#if defined(MOSAIQ_ADD_TABLES) && defined(__AVX512BW__)
+#define MOSAIQ_ADD_TABLE_TERMS 1
+/// Broadcast add on the tables: out = clamp((table[v] + term) >> 8) for a run of one input (table: its own table)
+/// against the other input's entries, one per element (terms) or one for the run (Held); 16 elements per gather.
+template <bool Held, quantized_element T>
+inline void add_table_terms_span(const T* v, const std::int32_t* table, const std::int32_t* terms, std::int32_t term,
+                                 T* out, std::size_t n, clamp_range clamp) noexcept {
+  const __m512i lo = _mm512_set1_epi32(clamp.min), hi = _mm512_set1_epi32(clamp.max), held = _mm512_set1_epi32(term);
+  for (std::size_t i = 0; i < n; i += 16) {
+    const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+    const __m512i index = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, v + i));
+    const __m512i t = Held ? held : _mm512_maskz_loadu_epi32(m, terms + i);
+    const __m512i sum = _mm512_add_epi32(_mm512_i32gather_epi32(index, table, 4), t);
+    _mm512_mask_cvtepi32_storeu_epi8(out + i, m, _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(sum, 8), lo), hi));
+  }
+}
+#elif defined(MOSAIQ_ADD_TABLES) && defined(__AVX2__)
+#define MOSAIQ_ADD_TABLE_TERMS 1
+/// Broadcast add on the tables (see the AVX-512 twin), 8 elements per gather, a scalar tail.
+template <bool Held, quantized_element T>
+inline void add_table_terms_span(const T* v, const std::int32_t* table, const std::int32_t* terms, std::int32_t term,
+                                 T* out, std::size_t n, clamp_range clamp) noexcept {
+  const __m256i lo = _mm256_set1_epi32(clamp.min), hi = _mm256_set1_epi32(clamp.max), held = _mm256_set1_epi32(term);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i index = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v + i)));
+    const __m256i t = Held ? held : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(terms + i));
+    const __m256i sum = _mm256_add_epi32(_mm256_i32gather_epi32(table, index, 4), t);
+    simd::avx2::store_low_bytes(out + i, _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(sum, 8), lo), hi));
+  }
+  for (; i < n; ++i)
+    out[i] = static_cast<T>(
+        std::clamp((table[static_cast<std::uint8_t>(v[i])] + (Held ? term : terms[i])) >> 8, clamp.min, clamp.max));
+}
+#endif
+
 /// Whether a and b are the same elements laid out the same way.
 template <class A, class B>
 bool same_view(const A& a, const B& b) noexcept {
@@ -437,12 +649,214 @@ bool same_view(const A& a, const B& b) noexcept {
          a.batch() == b.batch() && a.pixel_stride() == b.pixel_stride();
 }
 
+#if defined(MOSAIQ_LANES)
+/// A binary op's kernels as run_broadcast uses them: element-wise runs of both inputs (pair), the int32 term an
+/// element of one input contributes when it is held across a run of the other (term), and a run of one input against
+/// one term per element (with_terms) or one term for the whole run (with_term).
+template <class K, class T>
+concept binary_kernels = requires(const K& k, input side, const T* v, const std::int32_t* terms, T* out) {
+  k.pair(v, v, out, std::size_t{});
+  { k.term(side, T{}) } -> std::same_as<std::int32_t>;
+  k.with_terms(side, v, terms, out, std::size_t{});
+  k.with_term(side, v, std::int32_t{}, out, std::size_t{});
+};
+
+/// The pixel of v that output pixel (n, y, x) reads under broadcasting.
+template <class T>
+const T* broadcast_pixel(const tensor_view<const T>& v, int n, int y, int x) noexcept {
+  return v.pixel(v.batch() == 1 ? 0 : n, v.height() == 1 ? 0 : y, v.width() == 1 ? 0 : x);
+}
+
+template <class V>
+bool is_single_element(const V& v) noexcept {
+  return v.dims().elements() == 1 && v.batch() == 1;
+}
+
+/// A run of input `side` (view v, out's shape) against one held term: one flat run when both are dense.
+template <quantized_element T, class K>
+void run_held_scalar(input side, const tensor_view<const T>& v, std::int32_t term, const tensor_view<T>& out,
+                     const K& k) {
+  if (v.is_dense() && out.is_dense()) {
+    k.with_term(side, v.data(), term, out.data(), out.dims().elements() * static_cast<std::size_t>(out.batch()));
+    return;
+  }
+  for (int n = 0; n < out.batch(); ++n)
+    for (int y = 0; y < out.height(); ++y)
+      for (int x = 0; x < out.width(); ++x)
+        k.with_term(side, v.pixel(n, y, x), term, out.pixel(n, y, x), static_cast<std::size_t>(out.channels()));
+}
+
+/// Both inputs have out's channel count but `held` is constant along x (width 1) where `run` is not (a per-channel
+/// vector, a column): the held pixel's terms are computed once per chunk of channels and reused until it changes.
+template <quantized_element T, class K>
+void run_held_channels(input run_side, const tensor_view<const T>& run, const tensor_view<const T>& held,
+                       const tensor_view<T>& out, const K& k) {
+  constexpr int chunk = 256;
+  std::int32_t terms[chunk];
+  const input held_side = run_side == input::a ? input::b : input::a;
+  for (int first = 0; first < out.channels(); first += chunk) {
+    const int count = std::min(chunk, out.channels() - first);
+    const T* cached = nullptr;
+    for (int n = 0; n < out.batch(); ++n)
+      for (int y = 0; y < out.height(); ++y) {
+        const T* held_pixel = broadcast_pixel(held, n, y, 0) + first;
+        if (held_pixel != cached) {
+          for (int c = 0; c < count; ++c) terms[c] = k.term(held_side, held_pixel[c]);
+          cached = held_pixel;
+        }
+        for (int x = 0; x < out.width(); ++x)
+          k.with_terms(run_side, broadcast_pixel(run, n, y, x) + first, terms, out.pixel(n, y, x) + first,
+                       static_cast<std::size_t>(count));
+      }
+  }
+}
+
+/// out = op(a, b) with TFLite broadcasting (shapes already checked), on the kernels k. Equal shapes run element-wise
+/// (one flat run when dense); a single element against a full tensor is one held term; otherwise pixel by pixel, the
+/// channel run of each input either read element-wise, held as terms (an input constant along x), or held as one
+/// term (an input with one channel).
+template <quantized_element T, class K>
+requires binary_kernels<K, T>
+void run_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b, const tensor_view<T>& out,
+                   const K& k) {
+  if (out.dims().elements() == 0) return;
+  const bool a_full = reference::detail::same_extents(a, out), b_full = reference::detail::same_extents(b, out);
+  const auto channels = static_cast<std::size_t>(out.channels());
+  if (a_full && b_full && a.is_dense() && b.is_dense() && out.is_dense()) {
+    k.pair(a.data(), b.data(), out.data(), out.dims().elements() * static_cast<std::size_t>(out.batch()));
+    return;
+  }
+  if (a_full && is_single_element(b)) return run_held_scalar(input::a, a, k.term(input::b, *b.data()), out, k);
+  if (b_full && is_single_element(a)) return run_held_scalar(input::b, b, k.term(input::a, *a.data()), out, k);
+  const bool a_runs = a.channels() == out.channels(), b_runs = b.channels() == out.channels();
+  if (a_runs && b_runs && a.width() != b.width())
+    return a.width() == 1 ? run_held_channels(input::b, b, a, out, k) : run_held_channels(input::a, a, b, out, k);
+  for (int n = 0; n < out.batch(); ++n)
+    for (int y = 0; y < out.height(); ++y)
+      for (int x = 0; x < out.width(); ++x) {
+        const T* pa = broadcast_pixel(a, n, y, x);
+        const T* pb = broadcast_pixel(b, n, y, x);
+        T* po = out.pixel(n, y, x);
+        if (a_runs && b_runs)
+          k.pair(pa, pb, po, channels);
+        else if (a_runs)
+          k.with_term(input::a, pa, k.term(input::b, *pb), po, channels);
+        else
+          k.with_term(input::b, pb, k.term(input::a, *pa), po, channels);
+      }
+}
+
+/// add's arithmetic pipeline as binary_kernels; a term is an input's scaled value (add_element's scaled_input).
+template <rounding R, quantized_element T>
+struct add_pipeline_kernels {
+  const reference::add_params& params;
+  reference::detail::add_scales scales;
+  add_regs<R> regs;
+
+  explicit add_pipeline_kernels(const reference::add_params& p)
+      : params(p), scales(reference::detail::decode_add_scales<R>(p)), regs(p) {}
+
+  void pair(const T* a, const T* b, T* out, std::size_t n) const { add_span<R, T>(a, b, out, n, regs); }
+  std::int32_t term(input side, T v) const {
+    const bool first = side == input::a;
+    const std::int32_t offset = first ? params.input1_offset : params.input2_offset;
+    return multiply_by_quantized_multiplier<R>(
+        (offset + static_cast<std::int32_t>(v)) * (1 << reference::add_params::left_shift),
+        first ? scales.input1 : scales.input2);
+  }
+  void with_terms(input side, const T* v, const std::int32_t* terms, T* out, std::size_t n) const {
+    add_terms_span<false, R, T>(side, v, terms, 0, out, n, regs);
+  }
+  void with_term(input side, const T* v, std::int32_t term, T* out, std::size_t n) const {
+    add_terms_span<true, R, T>(side, v, nullptr, term, out, n, regs);
+  }
+};
+
+#if defined(MOSAIQ_ADD_TABLE_TERMS)
+/// add's per-input tables as binary_kernels; a term is an input's table entry.
+template <quantized_element T>
+struct add_table_kernels {
+  const add_tables& tables;
+  add_table_regs regs;
+  clamp_range clamp;
+
+  add_table_kernels(const add_tables& t, clamp_range c) : tables(t), regs(t, c), clamp(c) {}
+
+  const std::int32_t* table(input side) const { return side == input::a ? tables.first.data() : tables.second.data(); }
+  void pair(const T* a, const T* b, T* out, std::size_t n) const { add_table_span<T>(a, b, out, n, regs); }
+  std::int32_t term(input side, T v) const { return table(side)[static_cast<std::uint8_t>(v)]; }
+  void with_terms(input side, const T* v, const std::int32_t* terms, T* out, std::size_t n) const {
+    add_table_terms_span<false, T>(v, table(side), terms, 0, out, n, clamp);
+  }
+  void with_term(input side, const T* v, std::int32_t term, T* out, std::size_t n) const {
+    add_table_terms_span<true, T>(v, table(side), nullptr, term, out, n, clamp);
+  }
+};
+#endif
+
+#if defined(MOSAIQ_ADD_TABLES) && !defined(MOSAIQ_ADD_TABLE_TERMS)
+/// Tables without a gather (aarch64 tbl): element-wise runs on the tables, held inputs on the pipeline.
+template <rounding R, quantized_element T>
+struct add_mixed_kernels : add_pipeline_kernels<R, T> {
+  add_table_regs table_regs;
+
+  add_mixed_kernels(const reference::add_params& p, const add_tables& t)
+      : add_pipeline_kernels<R, T>(p), table_regs(t, p.clamp) {}
+  void pair(const T* a, const T* b, T* out, std::size_t n) const { add_table_span<T>(a, b, out, n, table_regs); }
+};
+#endif
+
+/// mul's pipeline as binary_kernels; a term is an input's offset value. The output step is the folded one where it
+/// applies (AVX2), else the general lane multiply.
+template <rounding R, quantized_element T>
+struct mul_kernels {
+  const reference::mul_params& params;
+  mul_regs<R> regs;
+#if defined(MOSAIQ_MUL_FOLDED)
+  mul_folded_regs folded;
+#endif
+
+  explicit mul_kernels(const reference::mul_params& p)
+      : params(p),
+        regs(p)
+#if defined(MOSAIQ_MUL_FOLDED)
+        ,
+        folded(mul_folded_regs::of<R>(p))
+#endif
+  {
+  }
+
+  /// Calls f with the output step to use.
+  template <class F>
+  void with_output(F f) const {
+#if defined(MOSAIQ_MUL_FOLDED)
+    if (folded.usable) return f(folded);
+#endif
+    f(regs);
+  }
+  lanes::reg offset(input side) const { return side == input::a ? regs.offset1 : regs.offset2; }
+
+  void pair(const T* a, const T* b, T* out, std::size_t n) const {
+    with_output([&](const auto& output) { mul_span<T>(a, b, out, n, regs.offset1, regs.offset2, output); });
+  }
+  std::int32_t term(input side, T v) const {
+    return (side == input::a ? params.input1_offset : params.input2_offset) + static_cast<std::int32_t>(v);
+  }
+  void with_terms(input side, const T* v, const std::int32_t* terms, T* out, std::size_t n) const {
+    with_output([&](const auto& output) { mul_terms_span<false, T>(v, terms, 0, out, n, offset(side), output); });
+  }
+  void with_term(input side, const T* v, std::int32_t term, T* out, std::size_t n) const {
+    with_output([&](const auto& output) { mul_terms_span<true, T>(v, nullptr, term, out, n, offset(side), output); });
+  }
+};
+#endif
+
 }  // namespace detail::eltwise
 
-/// Quantized residual add with TFLite's ADD requantization, equal bit for bit to reference::add<R, T>. Built once
-/// (load time) from the three quantizations and the fused activation; operator() then only computes. Same shape
-/// rules as the reference (no broadcasting): a, b and out have the same extents and batch, any pixel strides, and
-/// out may be exactly a or b (every block is read before it is written).
+/// Quantized add with TFLite's ADD requantization and broadcasting, equal bit for bit to reference::add<R, T>. Built
+/// once (load time) from the three quantizations and the fused activation; operator() then only computes. Same shape
+/// rules as the reference: on each NHWC axis a and b have out's extent or 1 (scalar, per-channel vector, general
+/// broadcasting), any pixel strides, and out may be exactly a or b (every block is read before it is written).
 template <quantized_element T, rounding R = rounding::tflite_reference>
 class add {
  public:
@@ -466,37 +880,18 @@ class add {
   const reference::add_params& params() const noexcept { return params_; }
 
   void operator()(tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) const {
-    if (!check_view(a, "add: input a") || !check_view(b, "add: input b") || !check_view(out, "add: output")) return;
-    if (!require(reference::detail::same_extents(a, out) && reference::detail::same_extents(b, out),
-                 errc::shape_mismatch, "add: a, b and out must have the same shape and batch (no broadcasting)"))
-      return;
+    if (!reference::detail::check_binary_views(a, b, out, reference::detail::add_view_names)) return;
     if (!require(params_.valid, errc::invalid_argument, "add: params were not built by a successful make_add_params"))
       return;
 #if defined(MOSAIQ_LANES)
-    // Dense views run as one flat array, strided ones pixel by pixel.
-    const auto run = [&](auto span) {
-      if (a.is_dense() && b.is_dense() && out.is_dense()) {
-        span(a.data(), b.data(), out.data(), out.dims().elements() * static_cast<std::size_t>(out.batch()));
-        return;
-      }
-      const auto channels = static_cast<std::size_t>(out.channels());
-      for (int n = 0; n < out.batch(); ++n)
-        for (int y = 0; y < out.height(); ++y)
-          for (int x = 0; x < out.width(); ++x) span(a.pixel(n, y, x), b.pixel(n, y, x), out.pixel(n, y, x), channels);
-    };
-#if defined(MOSAIQ_ADD_TABLES)
-    if (tables_) {
-      const detail::eltwise::add_table_regs k(*tables_, params_.clamp);
-      run([&k](const T* pa, const T* pb, T* po, std::size_t count) {
-        detail::eltwise::add_table_span<T>(pa, pb, po, count, k);
-      });
-      return;
-    }
+#if defined(MOSAIQ_ADD_TABLE_TERMS)
+    if (tables_)
+      return detail::eltwise::run_broadcast(a, b, out, detail::eltwise::add_table_kernels<T>(*tables_, params_.clamp));
+#elif defined(MOSAIQ_ADD_TABLES)
+    if (tables_)
+      return detail::eltwise::run_broadcast(a, b, out, detail::eltwise::add_mixed_kernels<R, T>(params_, *tables_));
 #endif
-    const detail::eltwise::add_regs<R> k(params_);
-    run([&k](const T* pa, const T* pb, T* po, std::size_t count) {
-      detail::eltwise::add_span<R, T>(pa, pb, po, count, k);
-    });
+    detail::eltwise::run_broadcast(a, b, out, detail::eltwise::add_pipeline_kernels<R, T>(params_));
 #else
     reference::add<R, T>(a, b, out, params_);
 #endif
@@ -505,6 +900,42 @@ class add {
  private:
   reference::add_params params_{};
   std::shared_ptr<const detail::eltwise::add_tables> tables_;  ///< null: run the arithmetic pipeline
+};
+
+/// Quantized multiply with TFLite's MUL requantization (uint8/int8: output zero point + MultiplyByQuantizedMultiplier(
+/// (a - zp_a) * (b - zp_b), s_a s_b / s_out), fused activation clamp) and broadcasting, equal bit for bit to
+/// reference::mul<R, T>. Same shape and aliasing rules as add: element-wise, a per-channel vector (1x1xC over HxWxC,
+/// the squeeze-and-excitation scale), a scalar, or any TFLite broadcast. The products are exact in int32 lanes and
+/// requantized with the shared lane multiply; a held input (vector or scalar) is offset once per call.
+template <quantized_element T, rounding R = rounding::tflite_reference>
+class mul {
+ public:
+  static constexpr rounding round = R;
+
+  mul() = default;
+  /// Reports errc::invalid_argument (through make_mul_params) and builds an object that refuses to run when the
+  /// quantizations are unusable.
+  mul(quant_params a, quant_params b, quant_params out, activation act = activation::none)
+      : params_(reference::make_mul_params<T, R>(a, b, out, act)) {}
+  explicit mul(const reference::mul_params& params) : params_(params) {}
+
+  bool valid() const noexcept { return params_.valid && params_.round == R; }
+  const reference::mul_params& params() const noexcept { return params_; }
+
+  void operator()(tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) const {
+    if (!reference::detail::check_binary_views(a, b, out, reference::detail::mul_view_names)) return;
+    if (!require(valid(), errc::invalid_argument,
+                 "mul: params were not built by a successful make_mul_params for this rounding mode"))
+      return;
+#if defined(MOSAIQ_LANES)
+    detail::eltwise::run_broadcast(a, b, out, detail::eltwise::mul_kernels<R, T>(params_));
+#else
+    reference::mul<R, T>(a, b, out, params_);
+#endif
+  }
+
+ private:
+  reference::mul_params params_{};
 };
 
 namespace detail::eltwise {

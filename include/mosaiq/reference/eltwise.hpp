@@ -1,6 +1,6 @@
-// Reference element-wise ops: quantized residual add and channel concat with TFLite's exact semantics, and their
-// float twins. Plain scalar loops, one output element at a time: these are the oracles the SIMD kernels in ops/ are
-// proven equal to, so clarity wins over speed everywhere in this file.
+// Reference element-wise ops: quantized add and mul (with TFLite's broadcasting) and channel concat with TFLite's
+// exact semantics, and their float twins. Plain scalar loops, one output element at a time: these are the oracles the
+// SIMD kernels in ops/ are proven equal to, so clarity wins over speed everywhere in this file.
 #pragma once
 
 #include <algorithm>
@@ -27,9 +27,64 @@ constexpr bool is_representable_zero_point(std::int32_t zero_point) noexcept {
   return zero_point >= element_traits<T>::min && zero_point <= element_traits<T>::max;
 }
 
+/// A binary op's three quantizations: usable scales, zero points that fit T; reports the first problem.
+template <quantized_element T>
+bool check_quantizations(quant_params a, quant_params b, quant_params out, const char* bad_scale,
+                         const char* bad_zero_point) {
+  return require(is_usable_scale(a.scale) && is_usable_scale(b.scale) && is_usable_scale(out.scale),
+                 errc::invalid_argument, bad_scale) &&
+         require(is_representable_zero_point<T>(a.zero_point) && is_representable_zero_point<T>(b.zero_point) &&
+                     is_representable_zero_point<T>(out.zero_point),
+                 errc::invalid_argument, bad_zero_point);
+}
+
 template <class A, class B>
 constexpr bool same_extents(const A& a, const B& b) noexcept {
   return a.dims() == b.dims() && a.batch() == b.batch();
+}
+
+/// TFLite's broadcast rule on one axis (NHWC, shapes aligned from the right, a missing axis is 1): each input's extent
+/// is the output's or 1, and the output's is one of them.
+constexpr bool broadcasts_to(int a, int b, int out) noexcept {
+  return (a == out || a == 1) && (b == out || b == 1) && (a == out || b == out);
+}
+
+/// Whether out is the broadcast shape of a and b on all four axes (batch, height, width, channels).
+template <class A, class B, class O>
+constexpr bool is_broadcast_of(const A& a, const B& b, const O& out) noexcept {
+  return broadcasts_to(a.batch(), b.batch(), out.batch()) && broadcasts_to(a.height(), b.height(), out.height()) &&
+         broadcasts_to(a.width(), b.width(), out.width()) && broadcasts_to(a.channels(), b.channels(), out.channels());
+}
+
+/// The element of v that output element (n, y, x, c) reads: index 0 on every axis v broadcasts.
+template <class T>
+constexpr T broadcast_element(const tensor_view<const T>& v, int n, int y, int x, int c) noexcept {
+  return v.pixel(v.batch() == 1 ? 0 : n, v.height() == 1 ? 0 : y, v.width() == 1 ? 0 : x)[v.channels() == 1 ? 0 : c];
+}
+
+/// Checks a binary element-wise op's views (each reported under its own name) and their broadcast shapes.
+template <class A, class B, class O>
+bool check_binary_views(const A& a, const B& b, const O& out, const char* const (&names)[3]) {
+  return check_view(a, names[0]) && check_view(b, names[1]) && check_view(out, names[2]) &&
+         require(is_broadcast_of(a, b, out), errc::shape_mismatch,
+                 "eltwise: every axis of a and b must equal the output's or be 1, and out must be their broadcast "
+                 "shape (TFLite broadcasting)");
+}
+
+inline constexpr const char* add_view_names[3] = {"add: input a", "add: input b", "add: output"};
+inline constexpr const char* mul_view_names[3] = {"mul: input a", "mul: input b", "mul: output"};
+
+/// out(n, y, x, c) = f(a element, b element) over out's extents with broadcasting; f sees every element of out once,
+/// and reads both inputs before the write (so out may be exactly a or b).
+template <class T, class U, class F>
+void for_each_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b, const tensor_view<U>& out, F f) {
+  for (int n = 0; n < out.batch(); ++n)
+    for (int y = 0; y < out.height(); ++y)
+      for (int x = 0; x < out.width(); ++x) {
+        U* pixel_out = out.pixel(n, y, x);
+        for (int c = 0; c < out.channels(); ++c)
+          pixel_out[c] = f(broadcast_element(a, n, y, x, c), broadcast_element(b, n, y, x, c));
+      }
 }
 
 }  // namespace detail
@@ -64,14 +119,8 @@ struct add_params {
 /// not below 1 (where TFLite's TFLITE_CHECK aborts).
 template <quantized_element T>
 add_params make_add_params(quant_params a, quant_params b, quant_params out, activation act = activation::none) {
-  if (!require(
-          detail::is_usable_scale(a.scale) && detail::is_usable_scale(b.scale) && detail::is_usable_scale(out.scale),
-          errc::invalid_argument, "add: every scale must be finite and positive"))
-    return {};
-  if (!require(detail::is_representable_zero_point<T>(a.zero_point) &&
-                   detail::is_representable_zero_point<T>(b.zero_point) &&
-                   detail::is_representable_zero_point<T>(out.zero_point),
-               errc::invalid_argument, "add: a zero point does not fit the element type"))
+  if (!detail::check_quantizations<T>(a, b, out, "add: every scale must be finite and positive",
+                                      "add: a zero point does not fit the element type"))
     return {};
 
   const double twice_max_input_scale = static_cast<double>(2.0f * std::max(a.scale, b.scale));
@@ -136,47 +185,107 @@ T add_element(T a, T b, const add_params& params, const add_scales& scales) noex
 
 }  // namespace detail
 
-/// out = a + b, requantized as TFLite's uint8/int8 ADD (reference kernels, no broadcasting): a, b and out must have
-/// the same height, width, channels and batch. Any strides are fine; out may be exactly a or b (same data and
-/// strides) since every element is read before it is written. R chooses tflite_reference (double rounding) or
-/// single_round (a TFLITE_SINGLE_ROUNDING build). On misuse nothing is written.
+/// out = a + b, requantized as TFLite's uint8/int8 ADD, with TFLite's broadcasting: on each NHWC axis a and b have
+/// out's extent or 1 (a scalar is 1x1x1, a per-channel vector 1x1xC, a lower-rank tensor gets leading 1s), and out is
+/// their broadcast shape (BroadcastAdd4DSlow reads index 0 on broadcast axes; without broadcasting this is
+/// AddElementwise). Any strides are fine; out may be exactly a or b (same data and strides) since every element is
+/// read before it is written. R chooses tflite_reference (double rounding) or single_round (a TFLITE_SINGLE_ROUNDING
+/// build). On misuse nothing is written.
 template <rounding R, quantized_element T>
 void add(std::type_identity_t<tensor_view<const T>> a, std::type_identity_t<tensor_view<const T>> b, tensor_view<T> out,
          const add_params& params) {
-  if (!check_view(a, "add: input a") || !check_view(b, "add: input b") || !check_view(out, "add: output")) return;
-  if (!require(detail::same_extents(a, out) && detail::same_extents(b, out), errc::shape_mismatch,
-               "add: a, b and out must have the same shape and batch (no broadcasting)"))
-    return;
+  if (!detail::check_binary_views(a, b, out, detail::add_view_names)) return;
   if (!require(params.valid, errc::invalid_argument, "add: params were not built by a successful make_add_params"))
     return;
-
   const detail::add_scales scales = detail::decode_add_scales<R>(params);
-  for (int n = 0; n < out.batch(); ++n)
-    for (int y = 0; y < out.height(); ++y)
-      for (int x = 0; x < out.width(); ++x) {
-        const T* pixel_a = a.pixel(n, y, x);
-        const T* pixel_b = b.pixel(n, y, x);
-        T* pixel_out = out.pixel(n, y, x);
-        for (int c = 0; c < out.channels(); ++c)
-          pixel_out[c] = detail::add_element<R, T>(pixel_a[c], pixel_b[c], params, scales);
-      }
+  detail::for_each_broadcast(a, b, out, [&](T va, T vb) { return detail::add_element<R, T>(va, vb, params, scales); });
 }
 
 /// Float twin: out = activation(a + b), as TFLite's float ADD. Same shape rules as the quantized add.
 inline void add(tensor_view<const float> a, tensor_view<const float> b, tensor_view<float> out,
                 activation act = activation::none) {
-  if (!check_view(a, "add: input a") || !check_view(b, "add: input b") || !check_view(out, "add: output")) return;
-  if (!require(detail::same_extents(a, out) && detail::same_extents(b, out), errc::shape_mismatch,
-               "add: a, b and out must have the same shape and batch (no broadcasting)"))
+  if (!detail::check_binary_views(a, b, out, detail::add_view_names)) return;
+  detail::for_each_broadcast(a, b, out, [act](float va, float vb) { return apply_activation(act, va + vb); });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Multiply
+// ---------------------------------------------------------------------------------------------------------------
+
+/// What TFLite's MUL Prepare (tensorflow/lite/kernels/mul.cc) derives for uint8/int8; built once by make_mul_params.
+/// The multiplier is quantized for one rounding mode (they differ for shifts above 30), recorded in `round`.
+struct mul_params {
+  std::int32_t input1_offset = 0;            ///< -zero_point of the first input
+  std::int32_t input2_offset = 0;            ///< -zero_point of the second input
+  std::int32_t output_offset = 0;            ///< zero_point of the output
+  quantized_multiplier output_multiplier{};  ///< s1 * s2 / s_out, any shift in [-31, 30]
+  clamp_range clamp{};                       ///< fused activation in the output's quantized domain
+  rounding round = rounding::tflite_reference;
+  /// Only make_mul_params sets this, and only when every check passed; mul() refuses anything else.
+  bool valid = false;
+
+  friend constexpr bool operator==(const mul_params&, const mul_params&) = default;
+};
+
+/// TFLite's MUL Prepare for uint8/int8: real multiplier s1 * s2 / s_out computed in float (as mul.cc writes it) and
+/// widened to double, through QuantizeMultiplier (multipliers of 1 and above are allowed; below 2^-32 they flush to
+/// zero). Reports invalid_argument and returns invalid params when a scale is not finite and positive, a zero point
+/// does not fit T, or the multiplier is 2^30 or more in the tflite_reference mode (TFLite's left shift of 1 << 31 is
+/// undefined there; single_round saturates such shifts as TFLite's build does).
+template <quantized_element T, rounding R = rounding::tflite_reference>
+mul_params make_mul_params(quant_params a, quant_params b, quant_params out, activation act = activation::none) {
+  if (!detail::check_quantizations<T>(a, b, out, "mul: every scale must be finite and positive",
+                                      "mul: a zero point does not fit the element type"))
+    return {};
+  const float real_multiplier = a.scale * b.scale / out.scale;
+  if (!require(std::isfinite(real_multiplier), errc::invalid_argument, "mul: s_a * s_b / s_out overflows float"))
+    return {};
+  mul_params params;
+  params.input1_offset = -a.zero_point;
+  params.input2_offset = -b.zero_point;
+  params.output_offset = out.zero_point;
+  params.output_multiplier = quantize_multiplier<R>(static_cast<double>(real_multiplier));
+  if (!require(is_valid_multiplier(params.output_multiplier), errc::invalid_argument,
+               "mul: s_a * s_b / s_out must be below 2^30"))
+    return {};
+  params.clamp = activation_range<T>(act, out);
+  params.round = R;
+  params.valid = true;
+  return params;
+}
+
+namespace detail {
+
+/// One element of TFLite's MulElementwise: output_offset + MultiplyByQuantizedMultiplier((a + offset1) * (b +
+/// offset2)), clamped. The product of two offset 8-bit values fits 17 bits.
+template <rounding R, quantized_element T>
+T mul_element(T a, T b, const mul_params& params, requant_scale scale) noexcept {
+  const std::int32_t product =
+      (params.input1_offset + static_cast<std::int32_t>(a)) * (params.input2_offset + static_cast<std::int32_t>(b));
+  return requantize<R, T>(product, scale, params.output_offset, params.clamp.min, params.clamp.max);
+}
+
+}  // namespace detail
+
+/// out = a * b, requantized as TFLite's uint8/int8 MUL (reference kernels MulElementwise / BroadcastMul4DSlow), with
+/// the same broadcasting and aliasing rules as add. params must come from make_mul_params<T, R>. On misuse nothing is
+/// written.
+template <rounding R, quantized_element T>
+void mul(std::type_identity_t<tensor_view<const T>> a, std::type_identity_t<tensor_view<const T>> b, tensor_view<T> out,
+         const mul_params& params) {
+  if (!detail::check_binary_views(a, b, out, detail::mul_view_names)) return;
+  if (!require(params.valid && params.round == R, errc::invalid_argument,
+               "mul: params were not built by a successful make_mul_params for this rounding mode"))
     return;
-  for (int n = 0; n < out.batch(); ++n)
-    for (int y = 0; y < out.height(); ++y)
-      for (int x = 0; x < out.width(); ++x) {
-        const float* pixel_a = a.pixel(n, y, x);
-        const float* pixel_b = b.pixel(n, y, x);
-        float* pixel_out = out.pixel(n, y, x);
-        for (int c = 0; c < out.channels(); ++c) pixel_out[c] = apply_activation(act, pixel_a[c] + pixel_b[c]);
-      }
+  const requant_scale scale = prepare_scale<R>(params.output_multiplier);
+  detail::for_each_broadcast(a, b, out, [&](T va, T vb) { return detail::mul_element<R, T>(va, vb, params, scale); });
+}
+
+/// Float twin: out = activation(a * b), as TFLite's float MUL. Same shape rules as the quantized mul.
+inline void mul(tensor_view<const float> a, tensor_view<const float> b, tensor_view<float> out,
+                activation act = activation::none) {
+  if (!detail::check_binary_views(a, b, out, detail::mul_view_names)) return;
+  detail::for_each_broadcast(a, b, out, [act](float va, float vb) { return apply_activation(act, va * vb); });
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -118,7 +118,7 @@ struct float_weights {
 /// Runs Net in float, layer by layer, and keeps every tensor (tensor 0 is the input, the last one
 /// the output, the ids are Net::topology's). Each op layer runs its reference float twin:
 /// conv2d/depthwise/pointwise with bias and fused activation, average/max pool with activation,
-/// global average pool, bilinear/nearest resize, softmax (beta), logistic, add (activation),
+/// global average pool, bilinear/nearest resize, softmax (beta), logistic, add and mul (activation),
 /// concat. Tap, output and from layers only name tensors (dispatch is on Layer::role).
 template <class Net>
 class float_runner {
@@ -237,6 +237,8 @@ class float_runner {
         reference::logistic(in[0], out);
       } else if constexpr (kind == "add") {
         reference::add(in[0], in[1], out, Layer::act);
+      } else if constexpr (kind == "mul") {
+        reference::mul(in[0], in[1], out, Layer::act);
       } else if constexpr (kind == "concat") {
         reference::concat(std::span<const tensor_view<const float>>(in), out);
       } else {

@@ -38,6 +38,8 @@ struct isa {
   static void narrow(T* p, const reg* r) noexcept {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(r[0]));
   }
+  /// 16 int32 values.
+  static void load(const std::int32_t* p, reg* r) noexcept { r[0] = _mm512_loadu_si512(p); }
   static reg set1(std::int32_t v) noexcept { return _mm512_set1_epi32(v); }
   static reg zero() noexcept { return _mm512_setzero_si512(); }
   static reg add(reg a, reg b) noexcept { return _mm512_add_epi32(a, b); }
@@ -87,6 +89,10 @@ struct isa {
   static void narrow(T* p, const reg* r) noexcept {
     simd::avx2::store_low_bytes(p, r[0]);
     simd::avx2::store_low_bytes(p + 8, r[1]);
+  }
+  static void load(const std::int32_t* p, reg* r) noexcept {
+    r[0] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    r[1] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 8));
   }
   static reg set1(std::int32_t v) noexcept { return _mm256_set1_epi32(v); }
   static reg zero() noexcept { return _mm256_setzero_si256(); }
@@ -149,6 +155,9 @@ struct isa {
     else
       vst1q_u8(reinterpret_cast<std::uint8_t*>(p),
                vcombine_u8(vmovn_u16(vreinterpretq_u16_s16(lo)), vmovn_u16(vreinterpretq_u16_s16(hi))));
+  }
+  static void load(const std::int32_t* p, reg* r) noexcept {
+    for (int j = 0; j < regs; ++j) r[j] = vld1q_s32(p + 4 * j);
   }
   static reg set1(std::int32_t v) noexcept { return vdupq_n_s32(v); }
   static reg zero() noexcept { return vdupq_n_s32(0); }
