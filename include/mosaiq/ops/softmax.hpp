@@ -27,6 +27,14 @@
 // both normalize exactly: q = trunc(float(256 e + sum/2) * (1/float(sum))) is within one of the reference's
 // 64-bit quotient, and the int32 remainder 256 e + sum/2 - q sum (exact mod 2^32, |r| < 2^31) corrects it.
 //
+// Log-softmax (TFLite LOG_SOFTMAX, bit-exact with reference::log_softmax; output quantization 16/256 at max(T)):
+//   mosaiq::log_softmax<mosaiq::softmax_config{.channels = 21}, mosaiq::u8> lsm(input_quant);  lsm(input, output);
+// Two classes use the same 511-entry difference table as softmax (built from reference::log_softmax). Other channel
+// counts gather two 256-entry int32 tables indexed by x - max + 255 (the exp term in Q12.19, 0 below diff_min; the
+// difference in Q5.26), sum per pixel, take one scalar fixed-point log per pixel, and compute the outputs in lanes
+// (subtract, rounding shift by 22, clamp, the row's cutoff as a mask): 1..32 channels 16 pixels per block as above,
+// 33..4095 along the channels.
+//
 // Logistic: the 256-entry reference table indexed by the input byte, looked up with vpermi2b (AVX-512 VBMI),
 // XOR-telescoped pshufb (AVX2, AVX-512 without VBMI), vqtbx4q (NEON aarch64), or a scalar loop.
 #pragma once
