@@ -1,8 +1,9 @@
 // bench_resize: bilinear and nearest resize, `resize/<impl>/<case>`, one thread. mosaiq's exact 2x bilinear kernels
 // (legacy and half-pixel), its float32 any-ratio kernel (8x, 1.5x, align-corners 33 -> 129, 2x down) and nearest
 // replication against XNNPACK's resize-bilinear operator (qu8/qs8 Q11 weights: exact at 2x, up to a step apart from
-// TFLite's float32 rounding elsewhere) and a memcpy of the output bytes, the bandwidth floor. Every implementation's
-// output is first checked against mosaiq::reference.
+// TFLite's float32 rounding elsewhere) and a memcpy of the output bytes, the bandwidth floor; requantizing resize
+// (`..._requant_u8` cases, input and output quantization differ) against memcpy only. Every implementation's output
+// is first checked against mosaiq::reference.
 #include "mosaiq/ops/resize.hpp"
 
 #include <array>
@@ -24,6 +25,7 @@ struct resize_case {
   resize_mode mode;
   bool nearest = false;
   int out_height = 0, out_width = 0;  // 0: twice the input
+  bool requantized = false;           // input and output quantization differ
 
   int output_height() const { return out_height > 0 ? out_height : 2 * height; }
   int output_width() const { return out_width > 0 ? out_width : 2 * width; }
@@ -39,7 +41,7 @@ std::string case_name(const resize_case& c, std::string_view element) {
                       : c.mode == resize_mode::legacy        ? "legacy"
                       : c.mode == resize_mode::align_corners ? "align_corners"
                                                              : "half_pixel");
-  return name + "_" + std::string(element);
+  return name + (c.requantized ? "_requant_" : "_") + std::string(element);
 }
 
 template <quantized_element T>
@@ -157,6 +159,29 @@ void register_case(int height, int width, int channels, int out_height = 0, int 
   register_memcpy<T>(p);
 }
 
+/// Requantizing resize (input and output quantization differ): mosaiq's equal-quantization kernel plus the byte-table
+/// requantization, against a memcpy of the output; neither TFLite nor XNNPACK resizes with requantization.
+template <resize_mode Mode, quantized_element T>
+void register_requantized_case(int height, int width, int channels, int out_height = 0, int out_width = 0) {
+  const resize_case c{height, width, channels, Mode, false, out_height, out_width, true};
+  const quant_params input{0.05f, 3}, output{0.08f, -10};
+  auto p = std::make_shared<resize_problem<T>>(c);
+  const reference::requantization<T> requant(input, output);
+  reference::resize_bilinear<T>(tensor_view<const T>(p->input.data(), p->in_dims),
+                                tensor_view<T>(p->expected.data(), p->out_dims), Mode, requant);
+  constexpr resize_config any{
+      .mode = Mode, .out_height = resize_config::from_output, .out_width = resize_config::from_output};
+  auto kernel = std::make_shared<resize_bilinear<any, T>>(input, output);
+  auto out = std::make_shared<aligned_buffer<T>>(p->out_dims.elements());
+  register_checked<T>(
+      "mosaiq", p, out,
+      [p, out, kernel] {
+        (*kernel)(tensor_view<const T>(p->input.data(), p->in_dims), tensor_view<T>(out->data(), p->out_dims));
+      },
+      0, std::string(simd::to_string(simd::native_isa)));
+  register_memcpy<T>(p);
+}
+
 void register_all() {
   for (const auto [h, w, c] : {std::array{80, 80, 16}, std::array{128, 128, 32}, std::array{160, 160, 2},
                                std::array{80, 80, 2}, std::array{64, 64, 3}}) {
@@ -173,6 +198,9 @@ void register_all() {
   register_case<resize_mode::align_corners, false, u8>(33, 33, 21, 129, 129);  // DeepLab
   register_case<resize_mode::half_pixel, false, u8>(128, 128, 32, 64, 64);     // down 2x
   register_case<resize_mode::half_pixel, false, i8>(32, 32, 2, 256, 256);
+  // Requantizing: the 2x integer kernel and the 8x float kernel, then the byte table.
+  register_requantized_case<resize_mode::half_pixel, u8>(80, 80, 16);
+  register_requantized_case<resize_mode::half_pixel, u8>(32, 32, 2, 256, 256);
 }
 
 }  // namespace

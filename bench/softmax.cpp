@@ -1,7 +1,9 @@
-// bench_softmax: softmax (2, 21 and 1001 classes) and logistic, `softmax/<impl>/<case>` and `logistic/<impl>/<case>`,
+// bench_softmax: softmax and log-softmax (2, 21 and 1001 classes) and logistic, `softmax/<impl>/<case>`,
+// `log_softmax/<impl>/<case>` and `logistic/<impl>/<case>`,
 // one thread. mosaiq's softmax (difference table for 2 classes, exact vector normalization otherwise) against
 // XNNPACK's qu8 softmax (lut32norm: one integer division per element; no beta, table scale 2^23 - 1, so it may differ
-// by 1 LSB) and a memcpy of the output bytes; logistic against XNNPACK's qu8 sigmoid. Every output is first checked
+// by 1 LSB) and a memcpy of the output bytes; log-softmax has no XNNPACK row (XNNPACK has no log-softmax operator,
+// quantized or float); logistic against XNNPACK's qu8 sigmoid. Every output is first checked
 // against mosaiq::reference.
 #include "mosaiq/ops/softmax.hpp"
 
@@ -18,6 +20,8 @@
 namespace mosaiq::bench {
 namespace {
 
+enum class table_op { softmax, logistic, log_softmax };
+
 template <quantized_element T>
 struct elementwise_problem {
   std::string case_name;
@@ -25,15 +29,17 @@ struct elementwise_problem {
   quant_params input_q;
   aligned_buffer<T> input, expected;
 
-  elementwise_problem(std::string name, shape d, quant_params q, bool softmax)
+  elementwise_problem(std::string name, shape d, quant_params q, table_op op)
       : case_name(std::move(name)), dims(d), input_q(q), input(d.elements()), expected(d.elements()) {
     std::mt19937 rng(7);
     // Logits of a two-class head: mostly confident, some near the boundary.
     fill_uniform(input.span(), element_traits<T>::min, element_traits<T>::max, rng);
     const tensor_view<const T> in(input.data(), dims);
     const tensor_view<T> out(expected.data(), dims);
-    if (softmax)
+    if (op == table_op::softmax)
       reference::softmax<T>(reference::softmax_table(q, 1.0f), in, out);
+    else if (op == table_op::log_softmax)
+      reference::log_softmax<T>(reference::log_softmax_params(q), in, out);
     else
       reference::logistic<T>(reference::logistic_table<T>(q), in, out);
   }
@@ -83,7 +89,8 @@ void register_mosaiq_row(const char* op, const std::shared_ptr<Problem>& p, std:
 
 template <quantized_element T, int Channels = 2>
 void register_softmax(std::string name, shape dims, float input_scale) {
-  auto p = std::make_shared<elementwise_problem<T>>(std::move(name), dims, quant_params{input_scale, 0}, true);
+  auto p =
+      std::make_shared<elementwise_problem<T>>(std::move(name), dims, quant_params{input_scale, 0}, table_op::softmax);
   register_mosaiq_row<T>("softmax", p,
                          std::make_shared<softmax<softmax_config{.channels = Channels}, T>>(p->input_q, 1.0f));
 #if MOSAIQ_BENCH_XNNPACK
@@ -106,7 +113,7 @@ void register_softmax(std::string name, shape dims, float input_scale) {
 
 template <quantized_element T>
 void register_logistic(std::string name, shape dims, quant_params q) {
-  auto p = std::make_shared<elementwise_problem<T>>(std::move(name), dims, q, false);
+  auto p = std::make_shared<elementwise_problem<T>>(std::move(name), dims, q, table_op::logistic);
   register_mosaiq_row<T>("logistic", p, std::make_shared<logistic<T>>(q));
 #if MOSAIQ_BENCH_XNNPACK
   if constexpr (std::same_as<T, u8>) {
@@ -128,6 +135,16 @@ void register_logistic(std::string name, shape dims, quant_params q) {
   register_memcpy<T>("logistic", p);
 }
 
+/// XNNPACK has no log-softmax operator (quantized or float), so only mosaiq and memcpy rows.
+template <quantized_element T, int Channels = 2>
+void register_log_softmax(std::string name, shape dims, float input_scale) {
+  auto p = std::make_shared<elementwise_problem<T>>(std::move(name), dims, quant_params{input_scale, 0},
+                                                    table_op::log_softmax);
+  register_mosaiq_row<T>("log_softmax", p,
+                         std::make_shared<log_softmax<softmax_config{.channels = Channels}, T>>(p->input_q));
+  register_memcpy<T>("log_softmax", p);
+}
+
 void register_all() {
   // Input scale 0.1: the two-class table varies over 114 differences (one 128-entry lookup); 0.02: over all 511.
   register_softmax<u8>("160x160x2_u8", shape{160, 160, 2}, 0.1f);
@@ -138,6 +155,13 @@ void register_all() {
   register_softmax<u8, 21>("160x160x21_u8", shape{160, 160, 21}, 0.1f);
   register_softmax<i8, 21>("160x160x21_i8", shape{160, 160, 21}, 0.1f);
   register_softmax<u8, 1001>("1x1x1001_u8", shape{1, 1, 1001}, 0.1f);
+  // Log-softmax beside softmax on the same shapes (the two-class table's window: 0.1 -> narrow, 0.02 -> all 511).
+  register_log_softmax<u8>("160x160x2_u8", shape{160, 160, 2}, 0.1f);
+  register_log_softmax<i8>("160x160x2_i8", shape{160, 160, 2}, 0.1f);
+  register_log_softmax<u8>("160x160x2_wide_window_u8", shape{160, 160, 2}, 0.02f);
+  register_log_softmax<u8, 21>("160x160x21_u8", shape{160, 160, 21}, 0.1f);
+  register_log_softmax<i8, 21>("160x160x21_i8", shape{160, 160, 21}, 0.1f);
+  register_log_softmax<u8, 1001>("1x1x1001_u8", shape{1, 1, 1001}, 0.1f);
   register_logistic<u8>("160x160x2_u8", shape{160, 160, 2}, quant_params{0.1f, 128});
   register_logistic<u8>("80x80x64_u8", shape{80, 80, 64}, quant_params{0.05f, 100});
   register_logistic<i8>("80x80x64_i8", shape{80, 80, 64}, quant_params{0.05f, -20});

@@ -360,6 +360,23 @@ TEST_CASE("net: uint8 residual network equals the reference ops chained by hand"
   check_network<small_net>(w, input, expected);
 }
 
+// A classifier head ending in log-softmax (21 classes: the vector path across pixels), int8, run in place.
+using log_softmax_net = network<input<i8, 5, 7, 21>, layers::log_softmax<>>;
+static_assert(log_softmax_net::output_shape == shape{5, 7, 21});
+static_assert(log_softmax_net::macs == 5 * 7 * 21);
+
+TEST_CASE("net: log_softmax layer equals reference::log_softmax, output quantization 16/256 at 127") {
+  log_softmax_net::weights w;
+  w.input = {0.07f, -3};
+  const std::vector<i8> input = random_tensor<i8>(log_softmax_net::input_shape, 13);
+  std::vector<i8> expected(input.size());
+  reference::log_softmax<i8>(reference::log_softmax_params(w.input), cview(input, log_softmax_net::input_shape),
+                             view(expected, log_softmax_net::output_shape));
+  CHECK(std::set<i8>(expected.begin(), expected.end()).size() > 8);
+  check_network<log_softmax_net>(w, input, expected);
+  CHECK(log_softmax_net::prepare(w).tensor_quant(log_softmax_net::tensor_count - 1) == quant_params{0.0625f, 127});
+}
+
 TEST_CASE("net: int8 ASPP-like network (from, concat, pooling, resize) equals the reference chain") {
   const aspp_net::weights w = make_aspp_weights(3);
   const std::vector<i8> input = random_tensor<i8>(aspp_net::input_shape, 5);

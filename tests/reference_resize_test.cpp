@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -488,4 +489,101 @@ TEST_CASE("resize ops report mismatched views and leave the output untouched") {
   CHECK(errors.calls() == 5);
   CHECK(errors.last() == mosaiq::errc::invalid_argument);
   CHECK(std::all_of(out.storage.begin(), out.storage.end(), [](i8 v) { return v == 9; }));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Requantizing resize: input and output quantization differ (TFLite rejects such models; mosaiq requantizes the
+// equal-quantization result with TFLite's QUANTIZE arithmetic).
+
+TEST_CASE("requantization: hand-computed TFLite requantize cases") {
+  using mosaiq::quant_params;
+  // Scale ratio 2 (multiplier 2^30, shift 2 -> exact doubling), zero points 10 -> 0, clamped at 0 and 255.
+  const ref::requantization<u8> doubling({0.5f, 10}, {0.25f, 0});
+  REQUIRE(doubling.valid());
+  CHECK(doubling(20) == 20);
+  CHECK(doubling(10) == 0);
+  CHECK(doubling(0) == 0);      // -20 clamped
+  CHECK(doubling(255) == 255);  // 490 clamped
+  // Ratio 1/2 (multiplier 2^30, shift 0): SaturatingRoundingDoublingHighMul rounds the tie 1.5 up to 2, and -1.5 up
+  // to -1 (gemmlowp's nudge), -2.5 to -2.
+  const ref::requantization<i8> halving({1.0f, 0}, {2.0f, 0});
+  CHECK(halving(3) == 2);
+  CHECK(halving(5) == 3);
+  CHECK(halving(-3) == -1);
+  CHECK(halving(-5) == -2);
+  CHECK(halving(-128) == -64);
+  // Only the zero point changes: a shift of every value, clamped.
+  const ref::requantization<u8> shifted({0.1f, 0}, {0.1f, 25});
+  CHECK(shifted(0) == 25);
+  CHECK(shifted(230) == 255);
+  CHECK(!shifted.identity());
+  CHECK(ref::requantization<u8>({0.1f, 7}, {0.1f, 7}).identity());
+}
+
+// The multiplier's double rounding (rounded high product, then a rounding shift by r) allows half a step plus half of
+// 2^-r; the multiplier itself is within 2^-31 relative.
+TEST_CASE_TEMPLATE("requantization: within TFLite's double-rounding bound of the real value at random scales", T, u8,
+                   i8) {
+  std::mt19937 rng(61);
+  std::uniform_real_distribution<float> log_scale(-7.0f, 1.0f);
+  std::uniform_int_distribution<int> zero_point(mosaiq::element_traits<T>::min, mosaiq::element_traits<T>::max);
+  for (int trial = 0; trial < 300; ++trial) {
+    const mosaiq::quant_params input{std::exp2(log_scale(rng)), zero_point(rng)};
+    const mosaiq::quant_params output{std::exp2(log_scale(rng)), zero_point(rng)};
+    const ref::requantization<T> requant(input, output);
+    REQUIRE(requant.valid());
+    const int right_shift = std::max(0, -mosaiq::quantize_multiplier(double(input.scale) / output.scale).shift);
+    const double bound = 0.5 + 0.5 / std::ldexp(1.0, right_shift) + 1e-6;
+    for (int q = mosaiq::element_traits<T>::min; q <= mosaiq::element_traits<T>::max; ++q) {
+      const double exact = output.zero_point + (q - input.zero_point) * (double(input.scale) / output.scale);
+      const double clamped = std::clamp<double>(exact, mosaiq::element_traits<T>::min, mosaiq::element_traits<T>::max);
+      const int got = requant(static_cast<T>(q));
+      if (std::abs(got - clamped) > bound) {
+        CAPTURE(q);
+        CAPTURE(input.scale);
+        CAPTURE(output.scale);
+        CHECK(got == doctest::Approx(clamped));
+      }
+    }
+  }
+}
+
+TEST_CASE("requantization: parameters that cannot be honoured are reported") {
+  mosaiq::test::recording_handler errors;
+  const mosaiq::quant_params fine{0.1f, 0};
+  for (const mosaiq::quant_params bad :
+       {mosaiq::quant_params{0.0f, 0}, mosaiq::quant_params{-0.1f, 0}, mosaiq::quant_params{std::nanf(""), 0},
+        mosaiq::quant_params{std::numeric_limits<float>::infinity(), 0}}) {
+    CHECK(!ref::requantization<u8>(bad, fine).valid());
+    CHECK(!ref::requantization<u8>(fine, bad).valid());
+  }
+  CHECK(!ref::requantization<u8>({1.0f, 0}, {1e-12f, 0}).valid());  // ratio 1e12: shift 40 > 30
+  CHECK(!ref::requantization<u8>({1e-12f, 0}, {1.0f, 0}).valid());  // ratio 1e-12: flushed to zero
+  CHECK(ref::requantization<u8>({1.0f, 0}, {1e-9f, 0}).valid());    // ratio 1e9: shift 30, the largest
+  CHECK(errors.calls() == 10);
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+  // An invalid requantization makes the resize refuse to run.
+  std::vector<u8> in(4, 9), out(16, 1);
+  ref::resize_bilinear<u8>(tensor_view<const u8>(in.data(), shape{2, 2, 1}),
+                           tensor_view<u8>(out.data(), shape{4, 4, 1}), resize_mode::legacy,
+                           ref::requantization<u8>({1.0f, 0}, {1e-12f, 0}));
+  CHECK(errors.calls() == 12);
+  CHECK(std::count(out.begin(), out.end(), u8{1}) == 16);
+}
+
+TEST_CASE("requantizing resize: hand-computed legacy 2x and nearest rows, equal parameters unchanged") {
+  const std::vector<u8> row{10, 20};
+  std::vector<u8> out(4, 1);
+  const ref::requantization<u8> doubling({0.5f, 10}, {0.25f, 0});
+  // Equal-quantization legacy 2x of [10, 20]: 10, (10+20+1)>>1 = 15, 20, 20 -> requantized 2 (q - 10): 0, 10, 20, 20.
+  ref::resize_bilinear<u8>(tensor_view<const u8>(row.data(), shape{1, 2, 1}),
+                           tensor_view<u8>(out.data(), shape{1, 4, 1}), resize_mode::legacy, doubling);
+  CHECK(out == std::vector<u8>{0, 10, 20, 20});
+  ref::resize_nearest<u8>(tensor_view<const u8>(row.data(), shape{1, 2, 1}),
+                          tensor_view<u8>(out.data(), shape{1, 4, 1}), resize_mode::legacy, doubling);
+  CHECK(out == std::vector<u8>{0, 0, 20, 20});
+  ref::resize_bilinear<u8>(tensor_view<const u8>(row.data(), shape{1, 2, 1}),
+                           tensor_view<u8>(out.data(), shape{1, 4, 1}), resize_mode::legacy,
+                           ref::requantization<u8>({0.5f, 10}, {0.5f, 10}));
+  CHECK(out == std::vector<u8>{10, 15, 20, 20});
 }

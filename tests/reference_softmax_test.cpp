@@ -277,3 +277,204 @@ TEST_CASE("logistic: applies the table to every element of strided views; float 
   CHECK(result[3] == doctest::Approx(1.0));
   CHECK(std::abs(result[4] / 9.357622968839299e-14 - 1.0) < 1e-6);
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Log-softmax (TFLite's quantized reference kernel).
+
+namespace {
+
+namespace fixed = mosaiq::reference::detail::fixed_point;
+
+/// TFLite's test quantization of a float: round(zero_point + x / scale) in float, clamped (SingleOpModel::Quantize).
+template <class T>
+T tflite_test_quantize(float x, quant_params p) {
+  const float q = std::round(static_cast<float>(p.zero_point) + x / p.scale);
+  return static_cast<T>(std::clamp(q, float(mosaiq::element_traits<T>::min), float(mosaiq::element_traits<T>::max)));
+}
+
+template <class T>
+std::vector<int> log_softmax_of(const std::vector<T>& in, shape dims, const ref::log_softmax_params& params) {
+  std::vector<T> out(in.size(), T{1});
+  ref::log_softmax<T>(params, tensor_view<const T>(in.data(), dims), tensor_view<T>(out.data(), dims));
+  return {out.begin(), out.end()};
+}
+
+/// Double-precision log-softmax of one row of quantized values at `scale`.
+std::vector<double> exact_log_softmax(const std::vector<int>& row, double scale) {
+  const int max = *std::max_element(row.begin(), row.end());
+  double sum = 0;
+  for (const int x : row) sum += std::exp(scale * (x - max));
+  std::vector<double> result;
+  for (const int x : row) result.push_back(scale * (x - max) - std::log(sum));
+  return result;
+}
+
+}  // namespace
+
+#if __has_include(<gemmlowp/fixedpoint/fixedpoint.h>)
+#include <gemmlowp/fixedpoint/fixedpoint.h>
+
+TEST_CASE("log-softmax fixed point: exp, 1/(1+x) and rescaling equal gemmlowp's fixedpoint header") {
+  std::mt19937 rng(41);
+  std::uniform_int_distribution<std::int32_t> any(std::numeric_limits<std::int32_t>::min(), 0);
+  std::uniform_int_distribution<std::int32_t> unit(0, std::numeric_limits<std::int32_t>::max());
+  using F5 = gemmlowp::FixedPoint<std::int32_t, 5>;
+  using F0 = gemmlowp::FixedPoint<std::int32_t, 0>;
+  using F12 = gemmlowp::FixedPoint<std::int32_t, 12>;
+  std::vector<std::int32_t> negatives{0, -1, -2, std::numeric_limits<std::int32_t>::min(), -(1 << 24), -(1 << 26)};
+  for (int i = 0; i < 200000; ++i) negatives.push_back(any(rng) >> (rng() % 31));
+  for (const std::int32_t a : negatives) {
+    const std::int32_t expected = gemmlowp::exp_on_negative_values(F5::FromRaw(a)).raw();
+    if (fixed::exp_on_negative_values<5>(a) != expected) {
+      CAPTURE(a);
+      REQUIRE(fixed::exp_on_negative_values<5>(a) == expected);
+    }
+    const std::int32_t term = fixed::exp_on_negative_values<5>(a);
+    REQUIRE(fixed::rescale(term, 0, 12) == gemmlowp::Rescale<12>(F0::FromRaw(term)).raw());
+  }
+  for (int i = 0; i < 200000; ++i) {
+    const std::int32_t a = unit(rng) >> (rng() % 31);
+    REQUIRE(fixed::one_over_one_plus_x(a) == gemmlowp::one_over_one_plus_x_for_x_in_0_1(F0::FromRaw(a)).raw());
+    const std::int32_t sum = a | (1 << 19);
+    REQUIRE(fixed::rescale(sum, 12, 5) == gemmlowp::Rescale<5>(F12::FromRaw(sum)).raw());
+  }
+}
+#endif
+
+TEST_CASE("log-softmax fixed point: log of sums of exponentials within 2^-20 of log in double") {
+  // Sums are in Q12.19 between exp(0) = 2^19 and 4095 * 2^19; the log is in Q5.26.
+  std::mt19937 rng(43);
+  std::uniform_int_distribution<std::int32_t> sums(1 << 19, 4095 << 19);
+  double worst = 0;
+  for (int i = 0; i < 300000; ++i) {
+    const std::int32_t sum = i < 4095 ? (i + 1) << 19 : sums(rng);
+    const double got = fixed::log_of_at_least_one<5, 12>(sum) / double(1 << 26);
+    worst = std::max(worst, std::abs(got - std::log(sum / double(1 << 19))));
+  }
+  CAPTURE(worst);
+  CHECK(worst < 1.0 / (1 << 20));
+  CHECK(fixed::log_of_at_least_one<5, 12>(1 << 19) == 0);
+}
+
+TEST_CASE("log_softmax_params: TFLite's Prepare for beta 1") {
+  // Input scale 20/255: 20/255 * 2^26 = 5263360.25... -> multiplier 0.627... * 2^31, left shift 23; the radius
+  // 31 * 2^26 / 2^23 = 248 input steps.
+  const ref::log_softmax_params params({20.0f / 255.0f, 128});
+  REQUIRE(params.valid());
+  CHECK(params.diff_min() == -248);
+  CHECK(params.exp_term(0) == (1 << 19));
+  CHECK(params.exp_term(-249) == 0);
+  CHECK(params.scaled_diff(-1) == static_cast<std::int32_t>(std::lround(-20.0 / 255.0 * (1 << 26))));
+  CHECK(ref::log_softmax_output_params<u8> == quant_params{0.0625f, 255});
+  CHECK(ref::log_softmax_output_params<i8> == quant_params{0.0625f, 127});
+  mosaiq::test::recording_handler errors;
+  for (const float scale : {0.0f, -1.0f, 1e-9f, std::numeric_limits<float>::infinity(), std::nanf("")}) {
+    CAPTURE(scale);
+    CHECK(!ref::log_softmax_params({scale, 0}).valid());
+  }
+  CHECK(errors.calls() == 5);
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+}
+
+TEST_CASE("log-softmax: TFLite's kernel test cases (inputs in [-10, 10], 2 rows of 4)") {
+  const std::vector<float> values{0, -6, 2, 4, 3, -2, 10, 1};
+  // TFLite's test quantization of [-10, 10]: scale 20/255 and zero point round(qmin + 10 / scale) in float, which is
+  // 127 (u8) and -1 (i8) because float(20/255) is just above 20/255.
+  const float scale = 20.0f / 255.0f;
+  const auto zero_point = [&](int qmin) { return static_cast<std::int32_t>(std::round(float(qmin) + 10.0f / scale)); };
+  REQUIRE(zero_point(0) == 127);
+  SUBCASE("u8") {
+    const quant_params input{scale, zero_point(0)};
+    std::vector<u8> in;
+    for (const float v : values) in.push_back(tflite_test_quantize<u8>(v, input));
+    CHECK(log_softmax_of<u8>(in, shape{1, 2, 4}, ref::log_softmax_params(input)) ==
+          std::vector<int>{189, 93, 221, 253, 142, 63, 255, 111});
+  }
+  SUBCASE("i8") {
+    const quant_params input{scale, zero_point(-128)};
+    std::vector<i8> in;
+    for (const float v : values) in.push_back(tflite_test_quantize<i8>(v, input));
+    CHECK(log_softmax_of<i8>(in, shape{1, 2, 4}, ref::log_softmax_params(input)) ==
+          std::vector<int>{61, -36, 93, 125, 15, -65, 127, -16});
+  }
+  SUBCASE("i8, one channel: log(1) = 0 at the zero point") {
+    const std::vector<i8> in{0, -128, 127};
+    CHECK(log_softmax_of<i8>(in, shape{1, 3, 1}, ref::log_softmax_params({2.0f / 255.0f, 0})) ==
+          std::vector<int>{127, 127, 127});
+  }
+}
+
+TEST_CASE_TEMPLATE("log-softmax: hand cases (uniform rows, far-below-max elements, large scales)", T, u8, i8) {
+  constexpr int top = mosaiq::element_traits<T>::max, bottom = mosaiq::element_traits<T>::min;
+  // Four equal values: log(1/4) = -1.386 = -22.18 steps of 1/16 -> top - 22.
+  CHECK(log_softmax_of<T>(std::vector<T>(4, T{5}), shape{1, 1, 4}, ref::log_softmax_params({0.1f, 0})) ==
+        std::vector<int>(4, top - 22));
+  // An element 200 steps of 0.1 below the max: log-softmax -20 is below -255/16, the lowest output.
+  const std::vector<T> far{static_cast<T>(bottom), static_cast<T>(bottom + 200)};
+  CHECK(log_softmax_of<T>(far, shape{1, 1, 2}, ref::log_softmax_params({0.1f, 0})) == std::vector<int>{bottom, top});
+  // Input scale 40 (multiplier capped at 2^31 - 1): any difference is below the range.
+  const std::vector<T> steep{static_cast<T>(7), static_cast<T>(8), static_cast<T>(8)};
+  CHECK(log_softmax_of<T>(steep, shape{1, 1, 3}, ref::log_softmax_params({40.0f, 0})) ==
+        std::vector<int>{bottom, top - 11, top - 11});  // log(1/2) = -0.693 = -11.09 steps
+}
+
+TEST_CASE_TEMPLATE("log-softmax, random depths 1..4095: within TFLite's tolerance (16/256) of double", T, u8, i8) {
+  std::mt19937 rng(47);
+  double worst = 0;
+  for (const float scale : {0.004f, 0.02f, 0.05f, 20.0f / 255.0f, 0.1f, 0.5f, 3.0f}) {
+    const ref::log_softmax_params params({scale, 0});
+    REQUIRE(params.valid());
+    for (const int depth : {1, 2, 3, 7, 16, 33, 100, 1001, 4095}) {
+      for (const int spread : {255, 40, 3}) {
+        std::uniform_int_distribution<int> value(mosaiq::element_traits<T>::max - spread,
+                                                 mosaiq::element_traits<T>::max);
+        std::vector<T> in(static_cast<std::size_t>(depth));
+        std::vector<int> row;
+        for (T& v : in) row.push_back(v = static_cast<T>(value(rng)));
+        const std::vector<int> out = log_softmax_of<T>(in, shape{1, 1, depth}, params);
+        const std::vector<double> exact = exact_log_softmax(row, scale);
+        for (std::size_t c = 0; c < in.size(); ++c) {
+          const double got = 0.0625 * (out[c] - mosaiq::element_traits<T>::max);
+          const double error = std::abs(got - std::max(exact[c], -255.0 / 16));
+          worst = std::max(worst, error);
+          if (error > 0.0625) {
+            CAPTURE(scale);
+            CAPTURE(depth);
+            CAPTURE(exact[c]);
+            CHECK(got == doctest::Approx(exact[c]).epsilon(0.0625));
+          }
+        }
+      }
+    }
+  }
+  CAPTURE(worst);
+  CHECK(worst <= 0.0625);
+}
+
+TEST_CASE("log-softmax: strided views, untouched gaps, misuse, and the float version") {
+  const ref::log_softmax_params params({0.1f, 0});
+  std::vector<u8> in{10, 20, 0, 0, 30, 40, 0, 0}, out(8, 9);
+  // Two pixels of two channels, pixel stride 4.
+  ref::log_softmax<u8>(params, tensor_view<const u8>(in.data(), shape{1, 2, 2}, 1, 4),
+                       tensor_view<u8>(out.data(), shape{1, 2, 2}, 1, 4));
+  const std::vector<int> dense = log_softmax_of<u8>({10, 20, 30, 40}, shape{1, 2, 2}, params);
+  CHECK(std::vector<int>{out[0], out[1], out[4], out[5]} == dense);
+  CHECK(std::vector<int>{out[2], out[3], out[6], out[7]} == std::vector<int>{9, 9, 9, 9});
+
+  mosaiq::test::recording_handler errors;
+  std::vector<u8> many(4096, 1), many_out(4096, 2);
+  ref::log_softmax<u8>(params, tensor_view<const u8>(many.data(), shape{1, 1, 4096}),
+                       tensor_view<u8>(many_out.data(), shape{1, 1, 4096}));
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+  CHECK(std::count(many_out.begin(), many_out.end(), u8{2}) == 4096);
+  ref::log_softmax<u8>(params, tensor_view<const u8>(in.data(), shape{1, 2, 2}),
+                       tensor_view<u8>(out.data(), shape{1, 1, 4}));
+  CHECK(errors.last() == mosaiq::errc::shape_mismatch);
+
+  const std::vector<float> values{0, -6, 2, 4, 3, -2, 10, 1};
+  std::vector<float> result(8);
+  ref::log_softmax(tensor_view<const float>(values.data(), shape{1, 2, 4}),
+                   tensor_view<float>(result.data(), shape{1, 2, 4}));
+  const std::vector<double> tflite{-4.14297, -10.14297, -2.14297, -.142971, -7.00104, -12.00104, -.00104087, -9.00104};
+  for (std::size_t i = 0; i < 8; ++i) CHECK(result[i] == doctest::Approx(tflite[i]).epsilon(1e-5));
+}

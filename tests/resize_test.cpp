@@ -1,5 +1,6 @@
 // ops/resize.hpp against reference/resize.hpp, bit for bit: every mode, u8 and i8, channel counts around every
-// vector width, odd sizes down to 1, batch 2, unaligned and strided views, with canaries around every output.
+// vector width, odd sizes down to 1, batch 2, unaligned and strided views, with canaries around every output; the
+// same grids with input and output quantization differing (requantizing resize).
 #include "mosaiq/ops/resize.hpp"
 
 #include <doctest/doctest.h>
@@ -33,9 +34,9 @@ constexpr layout layouts[] = {{1, 0, 0}, {2, 0, 1}, {1, 3, 1}, {2, 5, 0}};
 constexpr int channel_counts[] = {1, 2, 3, 8, 15, 16, 17, 64, 100};
 constexpr shape sizes[] = {{1, 1, 0}, {1, 5, 0}, {3, 1, 0}, {5, 7, 0}, {2, 33, 0}, {4, 70, 0}};
 
-/// Runs Kernel and the reference on the same random input; checks equality and canaries.
+/// Runs `kernel` and the reference on the same random input; checks equality and canaries.
 template <class Kernel, class T, class Reference>
-void check_against_reference(Reference reference, int max_channels = 1000) {
+void check_against_reference(Reference reference, int max_channels = 1000, const Kernel& kernel = Kernel{}) {
   std::mt19937 rng(1234);
   for (const layout l : layouts) {
     for (const int channels : channel_counts) {
@@ -49,7 +50,7 @@ void check_against_reference(Reference reference, int max_channels = 1000) {
         placed_tensor<T> expected(out_dims, l.batch, 0, 0);
         in.fill_random(rng);
         reference(tensor_view<const T>(in.view()), expected.view());
-        Kernel{}(in.view(), out.view());
+        kernel(in.view(), out.view());
         CAPTURE(channels);
         CAPTURE(size.height);
         CAPTURE(size.width);
@@ -265,4 +266,98 @@ TEST_CASE("resize: misuse is reported and leaves the output untouched") {
   CHECK(errors.calls() == 2);
   CHECK(std::count(out.begin(), out.end(), u8{1}) == static_cast<long>(out.size()));
   static_assert(kernel::output_shape(shape{80, 80, 16}) == shape{160, 160, 16});
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Requantizing resize: input and output quantization differ.
+
+namespace {
+
+using mosaiq::quant_params;
+
+/// Input -> output quantizations: finer, coarser, shifted zero point only, a ratio near the top of the range.
+struct requant_case {
+  quant_params input, output;
+};
+constexpr requant_case requant_cases[] = {
+    {{0.5f, 10}, {0.125f, -3}}, {{0.05f, 3}, {0.17f, 40}}, {{0.1f, 0}, {0.1f, 25}}, {{3.0f, -9}, {0.0031f, 7}}};
+
+template <resize_mode Mode, int Scale, class T>
+void check_requantized_bilinear() {
+  using kernel = mosaiq::resize_bilinear<resize_config{.scale = Scale, .mode = Mode}, T>;
+  for (const requant_case& r : requant_cases) {
+    CAPTURE(r.input.scale);
+    CAPTURE(r.output.scale);
+    const kernel up(r.input, r.output);
+    REQUIRE(up.valid());
+    const ref::requantization<T> requant(r.input, r.output);
+    check_against_reference<kernel, T>(
+        [&](tensor_view<const T> in, tensor_view<T> out) { ref::resize_bilinear<T>(in, out, Mode, requant); },
+        kernel::specialized ? 1000 : 17, up);
+  }
+}
+
+template <resize_mode Mode, int Scale, class T>
+void check_requantized_nearest() {
+  using kernel = mosaiq::resize_nearest<resize_config{.scale = Scale, .mode = Mode}, T>;
+  for (const requant_case& r : requant_cases) {
+    const kernel up(r.input, r.output);
+    REQUIRE(up.valid());
+    const ref::requantization<T> requant(r.input, r.output);
+    check_against_reference<kernel, T>(
+        [&](tensor_view<const T> in, tensor_view<T> out) { ref::resize_nearest<T>(in, out, Mode, requant); }, 1000, up);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("requantizing resize_bilinear equals the reference: every mode, 2x and 3x, u8 and i8") {
+  check_requantized_bilinear<resize_mode::half_pixel, 2, u8>();
+  check_requantized_bilinear<resize_mode::legacy, 2, i8>();
+  check_requantized_bilinear<resize_mode::align_corners, 2, u8>();
+  check_requantized_bilinear<resize_mode::half_pixel, 3, i8>();
+}
+
+TEST_CASE("requantizing resize_bilinear at any ratio and resize_nearest equal the reference") {
+  using any = any_size<resize_mode::half_pixel, u8>;
+  const any up(quant_params{0.05f, 3}, quant_params{0.17f, 40});
+  const ref::requantization<u8> requant(quant_params{0.05f, 3}, quant_params{0.17f, 40});
+  std::mt19937 rng(7);
+  for (const ratio_case& r : ratio_cases)
+    for (const int channels : {1, 3, 16, 17}) {
+      const shape in_dims{r.in_height, r.in_width, channels}, out_dims{r.out_height, r.out_width, channels};
+      placed_tensor<u8> in(in_dims, 2, 1, 1), out(out_dims, 2, 0, 0), expected(out_dims, 2, 0, 0);
+      in.fill_random(rng);
+      ref::resize_bilinear<u8>(tensor_view<const u8>(in.view()), expected.view(), resize_mode::half_pixel, requant);
+      up(in.view(), out.view());
+      CHECK(out.values() == expected.values());
+      CHECK(out.first_damaged_canary() == -1);
+    }
+  check_requantized_nearest<resize_mode::half_pixel, 2, u8>();
+  check_requantized_nearest<resize_mode::align_corners, 2, i8>();
+}
+
+TEST_CASE("requantizing resize: equal parameters are the plain op; misuse is reported") {
+  std::mt19937 rng(8);
+  placed_tensor<i8> in(shape{5, 7, 16}, 1, 0, 0), out(shape{10, 14, 16}, 1, 0, 0), plain(shape{10, 14, 16}, 1, 0, 0);
+  in.fill_random(rng);
+  using kernel = mosaiq::resize_bilinear<resize_config{}, i8>;
+  const kernel same(quant_params{0.1f, 4}, quant_params{0.1f, 4});
+  CHECK(same.requantization().identity());
+  same(in.view(), out.view());
+  kernel::run(tensor_view<const i8>(in.view()), plain.view());
+  CHECK(out.values() == plain.values());
+
+  mosaiq::test::recording_handler errors;
+  const kernel invalid(quant_params{1.0f, 0}, quant_params{1e-12f, 0});  // ratio 1e12: shift above 30
+  CHECK(errors.calls() == 1);
+  CHECK(!invalid.valid());
+  std::vector<i8> untouched(10 * 14 * 16, 1);
+  invalid(tensor_view<const i8>(in.view()), tensor_view<i8>(untouched.data(), shape{10, 14, 16}));
+  CHECK(errors.calls() == 2);
+  const kernel requantizing(quant_params{0.1f, 4}, quant_params{0.2f, 4});
+  requantizing(tensor_view<const i8>(in.view()), tensor_view<i8>(untouched.data(), shape{10, 13, 16}));
+  CHECK(errors.calls() == 3);
+  CHECK(errors.last() == mosaiq::errc::shape_mismatch);
+  CHECK(std::count(untouched.begin(), untouched.end(), i8{1}) == static_cast<long>(untouched.size()));
 }

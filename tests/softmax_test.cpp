@@ -1,7 +1,8 @@
 // ops/softmax.hpp against reference/softmax.hpp, bit for bit: two-class softmax over every pair of inputs at input
 // scales whose clamp window spans 1 to 4 lookups, every other channel count path (1..32 across pixels, 33+ along
 // channels, sums past 2^30 scalar) at several scales and betas, and logistic over
-// every input byte; u8 and i8, odd sizes, batch 2, unaligned and strided views, canaries around every output.
+// every input byte; log-softmax on the same grids (two classes, across pixels, along channels) at input scales from
+// 0.004 to 40; u8 and i8, odd sizes, batch 2, unaligned and strided views, canaries around every output.
 #include "mosaiq/ops/softmax.hpp"
 
 #include <doctest/doctest.h>
@@ -9,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -55,6 +57,28 @@ void check_layout(const Kernel& kernel, Reference reference, shape dims, layout 
   CHECK(out.values() == expected.values());
   CHECK(out.first_damaged_canary() == -1);
   CHECK(in.first_damaged_canary() == -1);
+}
+
+/// Rows whose values lie within `spreads` of the maximum (one row offset per image row): large sums and outputs next
+/// to every rounding boundary.
+template <class T, int Channels, class Kernel, class Reference>
+void check_narrow_ranges(const Kernel& kernel, Reference reference, std::initializer_list<int> spreads,
+                         std::mt19937& rng) {
+  for (const int spread : spreads) {
+    CAPTURE(spread);
+    placed_tensor<T> in(shape{3, 7, Channels}, 1, 2, 1), out(shape{3, 7, Channels}, 1, 2, 0);
+    placed_tensor<T> expected(shape{3, 7, Channels}, 1, 0, 0);
+    std::uniform_int_distribution<int> offset(0, spread);
+    const auto v = in.view();
+    for (int y = 0; y < 3; ++y)
+      for (int x = 0; x < 7; ++x)
+        for (int c = 0; c < Channels; ++c)
+          v(0, y, x, c) = static_cast<T>(mosaiq::element_traits<T>::max - offset(rng) - 9 * y);
+    reference(tensor_view<const T>(v), expected.view());
+    kernel(v, out.view());
+    CHECK(out.values() == expected.values());
+    CHECK(out.first_damaged_canary() == -1);
+  }
 }
 
 template <class T>
@@ -117,21 +141,7 @@ void check_channels() {
         check_layout<T>(kernel, reference, dims, l, rng);
       }
     // Narrow ranges: many channels near the maximum (large sums, exact-division boundaries).
-    for (const int spread : {0, 1, 3, 12}) {
-      CAPTURE(spread);
-      placed_tensor<T> in(shape{3, 7, Channels}, 1, 2, 1), out(shape{3, 7, Channels}, 1, 2, 0);
-      placed_tensor<T> expected(shape{3, 7, Channels}, 1, 0, 0);
-      std::uniform_int_distribution<int> offset(0, spread);
-      const auto v = in.view();
-      for (int y = 0; y < 3; ++y)
-        for (int x = 0; x < 7; ++x)
-          for (int c = 0; c < Channels; ++c)
-            v(0, y, x, c) = static_cast<T>(mosaiq::element_traits<T>::max - offset(rng) - 9 * y);
-      reference(tensor_view<const T>(v), expected.view());
-      kernel(v, out.view());
-      CHECK(out.values() == expected.values());
-      CHECK(out.first_damaged_canary() == -1);
-    }
+    check_narrow_ranges<T, Channels>(kernel, reference, {0, 1, 3, 12}, rng);
   }
 }
 
@@ -287,4 +297,114 @@ TEST_CASE("logistic: vectorized lookups equal the reference table") {
     check_logistic<u8>(input);
   for (const quant_params input : {quant_params{0.1f, 0}, quant_params{0.03f, -100}, quant_params{0.7f, 50}})
     check_logistic<i8>(input);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Log-softmax: every path against reference::log_softmax.
+
+namespace {
+
+/// Input scales from steep (most differences below the cutoff, multiplier capped) to flat (every term counts).
+constexpr float log_softmax_scales[] = {0.004f, 0.02f, 20.0f / 255.0f, 0.1f, 0.5f, 3.0f, 40.0f};
+
+template <class T, int Channels>
+void check_log_softmax() {
+  CAPTURE(Channels);
+  static_assert(mosaiq::log_softmax<softmax_config{.channels = Channels}, T>::specialized ==
+                (mosaiq::simd::native_isa != mosaiq::simd::isa::scalar || Channels == 2));
+  std::mt19937 rng(71 + Channels);
+  for (const float scale : log_softmax_scales) {
+    CAPTURE(scale);
+    const quant_params input{scale, 5};
+    const mosaiq::log_softmax<softmax_config{.channels = Channels}, T> kernel(input);
+    REQUIRE(kernel.valid());
+    const ref::log_softmax_params params(input);
+    const auto reference = [&](tensor_view<const T> in, tensor_view<T> out) { ref::log_softmax<T>(params, in, out); };
+    const shape few[] = {{1, 1, 0}, {1, 3, 0}, {7, 5, 0}, {3, 33, 0}};
+    for (const layout l : layouts)
+      for (shape dims : few) {
+        if (Channels > 100 && dims.pixels() > 20) continue;
+        dims.channels = Channels;
+        check_layout<T>(kernel, reference, dims, l, rng);
+      }
+    // Narrow ranges: every channel near the maximum (large sums, outputs near the cutoff and the clamp).
+    check_narrow_ranges<T, Channels>(kernel, reference, {0, 1, 3, 12, 60}, rng);
+  }
+}
+
+template <class T>
+void check_log_softmax_pairs(float scale) {
+  CAPTURE(scale);
+  const quant_params input{scale, 3};
+  const mosaiq::log_softmax<softmax_config{.channels = 2}, T> kernel(input);
+  REQUIRE(kernel.valid());
+  const ref::log_softmax_params params(input);
+  for (const int misalign : {0, 1}) {
+    placed_tensor<T> in(shape{256, 256, 2}, 1, 0, misalign), out(shape{256, 256, 2}, 1, 0, misalign + 1);
+    placed_tensor<T> expected(shape{256, 256, 2}, 1, 0, 0);
+    const auto v = in.view();
+    for (int a = 0; a < 256; ++a)
+      for (int b = 0; b < 256; ++b) {
+        v(0, a, b, 0) = static_cast<T>(a);
+        v(0, a, b, 1) = static_cast<T>(b);
+      }
+    ref::log_softmax<T>(params, tensor_view<const T>(v), expected.view());
+    kernel(v, out.view());
+    CHECK(out.values() == expected.values());
+    CHECK(out.first_damaged_canary() == -1);
+  }
+  std::mt19937 rng(73);
+  const auto reference = [&](tensor_view<const T> in, tensor_view<T> out) { ref::log_softmax<T>(params, in, out); };
+  for (const layout l : layouts)
+    for (shape dims : sizes) {
+      dims.channels = 2;
+      check_layout<T>(kernel, reference, dims, l, rng);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("log-softmax, two classes: the difference table reproduces the reference for every pair") {
+  for (const float scale : log_softmax_scales) {
+    check_log_softmax_pairs<u8>(scale);
+    check_log_softmax_pairs<i8>(scale);
+  }
+}
+
+TEST_CASE("log-softmax, 1..32 channels (vectorized across pixels) equals the reference") {
+  check_log_softmax<u8, 1>();
+  check_log_softmax<i8, 3>();
+  check_log_softmax<u8, 4>();
+  check_log_softmax<i8, 5>();
+  check_log_softmax<u8, 8>();
+  check_log_softmax<u8, 15>();
+  check_log_softmax<i8, 16>();
+  check_log_softmax<u8, 17>();
+  check_log_softmax<i8, 21>();
+  check_log_softmax<u8, 32>();
+  check_log_softmax<i8, 32>();
+}
+
+TEST_CASE("log-softmax, 33+ channels (vectorized along channels) equals the reference") {
+  check_log_softmax<u8, 33>();
+  check_log_softmax<i8, 64>();
+  check_log_softmax<u8, 100>();
+  check_log_softmax<i8, 1001>();
+  check_log_softmax<u8, 4095>();  // the largest sum that fits
+}
+
+TEST_CASE("log-softmax: misuse is reported and leaves the output untouched") {
+  mosaiq::test::recording_handler errors;
+  const mosaiq::log_softmax<softmax_config{.channels = 3}, u8> invalid(quant_params{1e-9f, 0});
+  CHECK(errors.calls() == 1);
+  CHECK(!invalid.valid());
+  std::vector<u8> in(12, 3), out(12, 1);
+  invalid(tensor_view<const u8>(in.data(), shape{2, 2, 3}), tensor_view<u8>(out.data(), shape{2, 2, 3}));
+  CHECK(errors.calls() == 2);
+  const mosaiq::log_softmax<softmax_config{.channels = 3}, u8> kernel(quant_params{0.1f, 0});
+  kernel(tensor_view<const u8>(in.data(), shape{2, 3, 2}), tensor_view<u8>(out.data(), shape{2, 3, 2}));
+  CHECK(errors.last() == mosaiq::errc::shape_mismatch);
+  kernel(tensor_view<const u8>(in.data(), shape{2, 2, 3}), tensor_view<u8>(out.data(), shape{1, 2, 3}));
+  CHECK(errors.calls() == 4);
+  CHECK(std::count(out.begin(), out.end(), u8{1}) == 12);
 }

@@ -206,6 +206,23 @@ struct executor<layers::softmax<C>, T, R, In, Out> {
   }
 };
 
+/// Specialized on the channel count like softmax; in place for the same reasons (every path reads a pixel's channels,
+/// or a whole block of pixels, before writing them; output channel c then reads only input channel c).
+template <int U, quantized_element T, rounding R, shape In, shape Out>
+struct executor<layers::log_softmax<U>, T, R, In, Out> {
+  using kernel = mosaiq::log_softmax<mosaiq::softmax_config{.channels = In.channels}, T>;
+  static constexpr bool in_place = true;
+  static constexpr std::size_t scratch_bytes(shape, shape) noexcept { return 0; }
+  using state = detail::kernel_state<kernel>;
+  template <class W>
+  static state prepare(const W&, const std::array<quant_params, 1>& in) {
+    return {kernel(in[0]), kernel::output_params};
+  }
+  static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
+    s.kernel(in[0], out);
+  }
+};
+
 namespace detail {
 
 /// An element-wise layer (add, mul) on its op: out may be exactly a or b (the ops' contract: every block is read

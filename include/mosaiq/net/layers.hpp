@@ -301,6 +301,25 @@ struct softmax {
   using weights = no_weights;
 };
 
+/// Log-softmax over channels (TFLite LOG_SOFTMAX, beta 1); output quantization is fixed (scale 16/256, zero point at
+/// the maximum). At most 4095 channels (the fixed-point sum of exponentials). (The unused parameter only makes the
+/// spelling `log_softmax<>` match the other layers.)
+template <int Unused = 0>
+struct log_softmax {
+  static constexpr layer_role role = layer_role::op;
+  static constexpr std::string_view kind = "log_softmax";
+  static constexpr std::array<std::string_view, 1> inputs{current_tensor};
+
+  static constexpr shape_result infer(const std::array<shape, 1>& in) noexcept {
+    if (in[0].channels > 4095) return {in[0], shape_error::invalid_config};
+    return {in[0]};
+  }
+  /// One exponential-table lookup and accumulate per element.
+  static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
+  template <quantized_element T, shape In, shape Out>
+  using weights = no_weights;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Graph structure: naming tensors, branching, and the ops that join branches.
 

@@ -49,6 +49,13 @@
 //
 // Nearest: pixel replication when the output is config.scale times the input (legacy, half-pixel); align_corners and
 // other sizes call reference::resize_nearest.
+//
+// Requantization (TFLite requires equal input and output quantization; mosaiq accepts both): an object built with
+// `resize_bilinear<cfg, T> up(input_quant, output_quant)` runs the equal-quantization kernel above (the static run(),
+// unchanged, which is also what equal parameters and default-constructed objects call) and then requantizes the
+// output in place through a 256-entry byte table of reference::requantization (TFLite's QUANTIZE kernel), looked up
+// with vpermi2b / pshufb / vqtbx4q (ops/detail/byte_table.hpp). Parameters it cannot honour are
+// errc::invalid_argument at construction; the object then refuses to run.
 #pragma once
 
 #include <algorithm>
@@ -62,6 +69,7 @@
 #include "mosaiq/core/resize_mode.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/detail/byte_table.hpp"
 #include "mosaiq/reference/resize.hpp"
 #include "mosaiq/simd/arch.hpp"
 
@@ -1107,12 +1115,75 @@ void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out) {
 
 }  // namespace detail::upsample
 
+namespace detail::upsample {
+
+/// What resize_bilinear and resize_nearest objects share: the optional requantization (reference::requantization,
+/// applied after the resize as a byte table over the output, in place) and the view-taking entry points. Equal
+/// quantization (the default) runs Resize::run alone.
+template <class Resize, quantized_element T>
+class requantizing_resize {
+ public:
+  requantizing_resize() = default;
+  /// Input and output quantization may differ; parameters that cannot be honoured are reported as
+  /// errc::invalid_argument and the object refuses to run.
+  requantizing_resize(quant_params input, quant_params output) : requant_(input, output) {
+    if (!requant_.valid() || requant_.identity()) return;
+    for (int q = element_traits<T>::min; q <= element_traits<T>::max; ++q)
+      table_.values[static_cast<std::uint8_t>(q)] = static_cast<std::uint8_t>(requant_(static_cast<T>(q)));
+    table_.finish();
+  }
+
+  bool valid() const noexcept { return requant_.valid(); }
+  const reference::requantization<T>& requantization() const noexcept { return requant_; }
+
+  /// Runs on every image of the batch; views may be strided. Misuse is reported through mosaiq::require and leaves
+  /// `out` untouched.
+  template <class InExtents, class OutExtents>
+  void operator()(tensor_view<const T, InExtents> in, tensor_view<T, OutExtents> out) const {
+    resize_and_requantize(tensor_view<const T>(in), tensor_view<T>(out));
+  }
+  template <class InExtents, class OutExtents>
+  void operator()(tensor_view<T, InExtents> in, tensor_view<T, OutExtents> out) const {
+    resize_and_requantize(tensor_view<const T>(in), tensor_view<T>(out));
+  }
+
+ private:
+  void resize_and_requantize(tensor_view<const T> in, tensor_view<T> out) const {
+    if (!require(valid(), errc::invalid_argument, "resize: built from quantization parameters it cannot honour"))
+      return;
+    if (requant_.identity()) {
+      Resize::run(in, out);
+      return;
+    }
+    if (!sizing<Resize::config>::check(in, out,
+                                       "resize: output must have the size the config gives, with the same "
+                                       "batch and channels"))
+      return;
+    Resize::run(in, out);
+    const auto bytes = [](T* p) { return reinterpret_cast<std::uint8_t*>(p); };
+    if (out.is_dense()) {
+      table_.run(bytes(out.data()), bytes(out.data()), static_cast<std::size_t>(out.batch()) * out.dims().elements());
+      return;
+    }
+    for (int n = 0; n < out.batch(); ++n)
+      for (int y = 0; y < out.height(); ++y)
+        for (int x = 0; x < out.width(); ++x)
+          table_.run(bytes(out.pixel(n, y, x)), bytes(out.pixel(n, y, x)), static_cast<std::size_t>(out.channels()));
+  }
+
+  reference::requantization<T> requant_{};
+  byte_table table_{};
+};
+
+}  // namespace detail::upsample
+
 /// Bilinear resize to the size Cfg describes (any ratio); see the file comment for what is specialized.
 template <resize_config Cfg, quantized_element T>
-class resize_bilinear {
+class resize_bilinear : public detail::upsample::requantizing_resize<resize_bilinear<Cfg, T>, T> {
   using sizing = detail::upsample::sizing<Cfg>;
 
  public:
+  using detail::upsample::requantizing_resize<resize_bilinear<Cfg, T>, T>::requantizing_resize;
   static constexpr resize_config config = Cfg;
   /// True when no output goes through reference::resize_bilinear: SIMD builds (AVX2, AVX-512, NEON) run a kernel for
   /// every ratio and mode; scalar builds keep the integer 2x kernels and call the reference for the rest.
@@ -1124,18 +1195,9 @@ class resize_bilinear {
     return sizing::output_shape(in);
   }
 
-  /// Runs on every image of the batch; views may be strided. Misuse (extents other than output_shape(in), batch
-  /// or channel mismatch, invalid views, an empty input for a non-empty output) is reported through mosaiq::require
-  /// and leaves `out` untouched.
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<const T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
-
+  /// Equal quantization: runs on every image of the batch; views may be strided. Misuse (extents other than
+  /// output_shape(in), batch or channel mismatch, invalid views, an empty input for a non-empty output) is reported
+  /// through mosaiq::require and leaves `out` untouched.
   static void run(tensor_view<const T> in, tensor_view<T> out) {
     if (!sizing::check(in, out,
                        "resize_bilinear: output must have the size the config gives (input scaled by config.scale, "
@@ -1148,10 +1210,11 @@ class resize_bilinear {
 
 /// Nearest-neighbour resize to the size Cfg describes (pixel replication at integer factors).
 template <resize_config Cfg, quantized_element T>
-class resize_nearest {
+class resize_nearest : public detail::upsample::requantizing_resize<resize_nearest<Cfg, T>, T> {
   using sizing = detail::upsample::sizing<Cfg>;
 
  public:
+  using detail::upsample::requantizing_resize<resize_nearest<Cfg, T>, T>::requantizing_resize;
   static constexpr resize_config config = Cfg;
   /// True when the run replicates pixels directly at the integer factor config.scale; align_corners and other sizes
   /// call reference::resize_nearest.
@@ -1161,15 +1224,7 @@ class resize_nearest {
     return sizing::output_shape(in);
   }
 
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<const T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
-
+  /// Equal quantization; as resize_bilinear::run.
   static void run(tensor_view<const T> in, tensor_view<T> out) {
     if (!sizing::check(in, out,
                        "resize_nearest: output must have the size the config gives (input scaled by config.scale, "

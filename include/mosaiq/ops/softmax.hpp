@@ -27,6 +27,14 @@
 // both normalize exactly: q = trunc(float(256 e + sum/2) * (1/float(sum))) is within one of the reference's
 // 64-bit quotient, and the int32 remainder 256 e + sum/2 - q sum (exact mod 2^32, |r| < 2^31) corrects it.
 //
+// Log-softmax (TFLite LOG_SOFTMAX, bit-exact with reference::log_softmax; output quantization 16/256 at max(T)):
+//   mosaiq::log_softmax<mosaiq::softmax_config{.channels = 21}, mosaiq::u8> lsm(input_quant);  lsm(input, output);
+// Two classes use the same 511-entry difference table as softmax (built from reference::log_softmax). Other channel
+// counts gather two 256-entry int32 tables indexed by x - max + 255 (the exp term in Q12.19, 0 below diff_min; the
+// difference in Q5.26), sum per pixel, take one scalar fixed-point log per pixel, and compute the outputs in lanes
+// (subtract, rounding shift by 22, clamp, the row's cutoff as a mask): 1..32 channels 16 pixels per block as above,
+// 33..4095 along the channels.
+//
 // Logistic: the 256-entry reference table indexed by the input byte, looked up with vpermi2b (AVX-512 VBMI),
 // XOR-telescoped pshufb (AVX2, AVX-512 without VBMI), vqtbx4q (NEON aarch64), or a scalar loop.
 #pragma once
@@ -42,6 +50,7 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/detail/byte_table.hpp"
 #include "mosaiq/ops/detail/lanes.hpp"
 #include "mosaiq/reference/softmax.hpp"
 #include "mosaiq/simd/arch.hpp"
@@ -139,19 +148,6 @@ inline void pairs_vbmi(const pair_table& table, const byte* in, byte* out, std::
 #endif
 
 #if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
-/// XOR-telescoped pshufb lookup of byte indices 0..16*chunks-1 (at most 127): step k contributes delta chunk k at
-/// index & 15 while index - 16k is not negative, and the deltas telescope to chunk index / 16.
-inline __m256i telescoped_lookup(const byte* deltas, int chunks, __m256i index) noexcept {
-  __m256i result = _mm256_setzero_si256();
-  const __m256i sixteen = _mm256_set1_epi8(16);
-  for (int k = 0; k < chunks; ++k) {
-    const __m256i delta = _mm256_load_si256(reinterpret_cast<const __m256i*>(deltas + 32 * k));
-    result = _mm256_xor_si256(result, _mm256_shuffle_epi8(delta, index));
-    index = _mm256_subs_epi8(index, sixteen);  // saturating: once negative, stays negative (pshufb gives 0)
-  }
-  return result;
-}
-
 /// 16 pairs per 32-byte vector, window of at most 128 entries; returns the pixels done.
 inline std::size_t pairs_avx2(const pair_table& table, const byte* in, byte* out, std::size_t pixels,
                               byte flip) noexcept {
@@ -171,7 +167,7 @@ inline std::size_t pairs_avx2(const pair_table& table, const byte* in, byte* out
     const __m256i w1 = _mm256_sub_epi16(_mm256_min_epu16(_mm256_max_epu16(i1, first), last), first);
     const __m256i index = _mm256_or_si256(w0, _mm256_slli_epi16(w1, 8));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j),
-                        telescoped_lookup(table.pshufb_deltas.data(), chunks, index));
+                        detail::telescoped_lookup(table.pshufb_deltas.data(), chunks, index));
   }
   return j / 2;
 }
@@ -238,6 +234,36 @@ inline void pairs_dense(const pair_table& table, const T* in, T* out, std::size_
   pairs_scalar<T>(table, in + 2 * done, out + 2 * done, pixels - done);
 }
 
+/// The two-class table of a channel-wise op whose outputs depend on x0 - x1 only: P[255 + d] is the reference's out0
+/// for the pair (x0, x1) with x0 - x1 = d, taken from one reference run over all 511 pairs.
+template <quantized_element T, class Reference>
+pair_table make_pair_table(Reference reference) {
+  constexpr int lowest = element_traits<T>::min;
+  std::array<T, 2 * 511> pairs{}, outputs{};
+  for (int i = 0; i < 511; ++i) {
+    const int d = i - 255;
+    pairs[2 * static_cast<std::size_t>(i)] = static_cast<T>(lowest + std::max(d, 0));
+    pairs[2 * static_cast<std::size_t>(i) + 1] = static_cast<T>(lowest + std::max(-d, 0));
+  }
+  reference(tensor_view<const T>(pairs.data(), shape{1, 511, 2}), tensor_view<T>(outputs.data(), shape{1, 511, 2}));
+  pair_table table;
+  for (std::size_t i = 0; i < 511; ++i) table.by_index[i] = static_cast<std::uint8_t>(outputs[2 * i]);
+  table.finish();
+  return table;
+}
+
+/// Two-class views: dense ones through the vector lookups, strided ones pixel by pixel.
+template <quantized_element T>
+void run_pairs(const pair_table& table, tensor_view<const T> in, tensor_view<T> out) {
+  if (in.is_dense() && out.is_dense()) {
+    pairs_dense<T>(table, in.data(), out.data(), static_cast<std::size_t>(in.batch()) * in.dims().pixels());
+    return;
+  }
+  for (int n = 0; n < in.batch(); ++n)
+    for (int y = 0; y < in.height(); ++y)
+      for (int x = 0; x < in.width(); ++x) pairs_scalar<T>(table, in.pixel(n, y, x), out.pixel(n, y, x), 1);
+}
+
 /// Softmax of every pixel of a strided run (pixel k at in + k * in_stride), any channel count: the reference formula
 /// pixel by pixel. Used for the tails and for pixels whose sum exceeds the vector normalization's range.
 template <quantized_element T>
@@ -257,6 +283,26 @@ inline void rows_scalar(const std::array<std::uint32_t, 256>& exp_table, const T
     }
   }
 }
+
+/// Load-time tables of a log-softmax, indexed by d + 255 for d = x - max in [-255, 0].
+struct log_softmax_tables {
+  alignas(64) std::array<std::uint32_t, 256> exp_terms{};     // reference exp_term(d): Q12.19, 0 below diff_min
+  alignas(64) std::array<std::uint32_t, 256> scaled_diffs{};  // reference scaled_diff(d): Q5.26
+
+  explicit log_softmax_tables(const reference::log_softmax_params& params) noexcept {
+    for (int d = -255; d <= 0; ++d) {
+      exp_terms[static_cast<std::size_t>(d + 255)] = static_cast<std::uint32_t>(params.exp_term(d));
+      scaled_diffs[static_cast<std::size_t>(d + 255)] = static_cast<std::uint32_t>(params.scaled_diff(d));
+    }
+  }
+};
+
+/// A pixel's log(sum) and its cutoff as a table index (d <= cutoff <=> d + 255 <= cutoff_index).
+struct log_softmax_row {
+  std::int32_t log_sum, cutoff_index;
+  log_softmax_row(const reference::log_softmax_params& params, std::int32_t sum) noexcept
+      : log_sum(reference::log_softmax_params::log_sum(sum)), cutoff_index(params.cutoff(log_sum) + 255) {}
+};
 
 #if defined(MOSAIQ_LANES)
 inline constexpr bool has_lanes = true;
@@ -335,34 +381,53 @@ inline constexpr int max_transposed_channels = 32;
 
 /// Small depths: 16 pixels per block, one lane per pixel; channels are transposed through a byte buffer (as u8:
 /// i8 ^ 0x80 keeps every difference), the entries of a block stay in registers for the normalization.
+/// 16 pixels of at most max_transposed_channels channels transposed into bytes, channel c of pixel i at
+/// bytes[16 c + i], as u8 (i8 ^ 0x80 keeps every difference); pixels past the last one are zeros.
+template <quantized_element T>
+struct pixel_block {
+  static constexpr std::uint8_t flip = std::same_as<T, i8> ? 0x80 : 0x00;
+  alignas(64) std::uint8_t bytes[max_transposed_channels * 16];
+
+  void load(const T* source, std::ptrdiff_t stride, int lanes_used, int channels) noexcept {
+    if (lanes_used < 16) std::memset(bytes, 0, sizeof bytes);
+    for (int i = 0; i < lanes_used; ++i)
+      for (int c = 0; c < channels; ++c)
+        bytes[16 * c + i] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(source[i * stride + c]) ^ flip);
+  }
+  void store(T* result, std::ptrdiff_t stride, int lanes_used, int channels) const noexcept {
+    for (int i = 0; i < lanes_used; ++i)
+      for (int c = 0; c < channels; ++c)
+        result[i * stride + c] = static_cast<T>(static_cast<std::uint8_t>(bytes[16 * c + i] ^ flip));
+  }
+  /// Channel c widened to int32 lanes.
+  void channel(int c, reg* x) const noexcept { isa::widen<u8>(bytes + 16 * c, x); }
+  /// 255 - (the lane's maximum): adding it to a value gives its table index x - max + 255.
+  void index_bias(int channels, reg* bias) const noexcept {
+    reg x[regs];
+    channel(0, bias);
+    for (int c = 1; c < channels; ++c) {
+      channel(c, x);
+      for (int r = 0; r < regs; ++r) bias[r] = isa::max(bias[r], x[r]);
+    }
+    for (int r = 0; r < regs; ++r) bias[r] = isa::sub(isa::set1(255), bias[r]);
+  }
+};
+
 template <quantized_element T>
 inline void transposed(const std::array<std::uint32_t, 256>& exp_table, const T* in, std::ptrdiff_t in_stride, T* out,
                        std::ptrdiff_t out_stride, std::size_t pixels, int channels) noexcept {
-  constexpr std::uint8_t flip = std::same_as<T, i8> ? 0x80 : 0x00;
-  alignas(64) std::uint8_t bytes[max_transposed_channels * 16];
+  pixel_block<T> block;
   reg entries[max_transposed_channels][regs];
   const auto* table = exp_table.data();
   for (std::size_t k = 0; k < pixels; k += 16) {
     const int lanes_used = static_cast<int>(std::min<std::size_t>(16, pixels - k));
-    const T* source = in + static_cast<std::ptrdiff_t>(k) * in_stride;
-    if (lanes_used < 16) std::memset(bytes, 0, sizeof bytes);
-    for (int i = 0; i < lanes_used; ++i)
-      for (int c = 0; c < channels; ++c)
-        bytes[16 * c + i] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(source[i * in_stride + c]) ^ flip);
-    reg max[regs], x[regs];
-    isa::widen<u8>(bytes, max);
-    for (int c = 1; c < channels; ++c) {
-      isa::widen<u8>(bytes + 16 * c, x);
-      for (int r = 0; r < regs; ++r) max[r] = isa::max(max[r], x[r]);
-    }
-    reg sum[regs];
-    for (int r = 0; r < regs; ++r) {
-      max[r] = isa::sub(isa::set1(255), max[r]);  // index = x + (255 - max)
-      sum[r] = isa::zero();
-    }
+    block.load(in + static_cast<std::ptrdiff_t>(k) * in_stride, in_stride, lanes_used, channels);
+    reg bias[regs], x[regs], sum[regs];
+    block.index_bias(channels, bias);
+    for (int r = 0; r < regs; ++r) sum[r] = isa::zero();
     for (int c = 0; c < channels; ++c) {
-      isa::widen<u8>(bytes + 16 * c, x);
-      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], max[r]);
+      block.channel(c, x);
+      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias[r]);
       gather(table, x, entries[c]);
       for (int r = 0; r < regs; ++r) sum[r] = isa::add(sum[r], entries[c][r]);
     }
@@ -376,12 +441,9 @@ inline void transposed(const std::array<std::uint32_t, 256>& exp_table, const T*
     for (int c = 0; c < channels; ++c) {
       reg q[regs];
       for (int r = 0; r < regs; ++r) q[r] = normalize(entries[c][r], sum[r], d_minus_one[r], h[r], inverse[r]);
-      isa::narrow<u8>(bytes + 16 * c, q);
+      isa::narrow<u8>(block.bytes + 16 * c, q);
     }
-    T* result = out + static_cast<std::ptrdiff_t>(k) * out_stride;
-    for (int i = 0; i < lanes_used; ++i)
-      for (int c = 0; c < channels; ++c)
-        result[i * out_stride + c] = static_cast<T>(static_cast<std::uint8_t>(bytes[16 * c + i] ^ flip));
+    block.store(out + static_cast<std::ptrdiff_t>(k) * out_stride, out_stride, lanes_used, channels);
   }
 }
 
@@ -440,68 +502,153 @@ inline void along_channels(const std::array<std::uint32_t, 256>& exp_table, cons
     }
   }
 }
+
+[[gnu::always_inline]] inline reg load(const std::int32_t* p) noexcept {
+#if defined(__AVX512F__)
+  return _mm512_loadu_si512(p);
+#elif defined(__AVX2__)
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+#else
+  return vld1q_s32(p);
+#endif
+}
+
+/// RoundingDivideByPOT per lane (ties away from zero), the lane twin of core/quant.hpp's.
+[[gnu::always_inline]] inline reg rounding_divide_by_pot(reg x, reg exponent) noexcept {
+#if defined(__AVX512F__)
+  return simd::avx512::rounding_divide_by_pot(x, exponent);
+#elif defined(__AVX2__)
+  return simd::avx2::rounding_divide_by_pot(x, exponent);
+#else
+  return simd::neon::rounding_divide_by_pot(x, exponent);
+#endif
+}
+
+/// v where mask is all ones, 0 where it is zero.
+[[gnu::always_inline]] inline reg keep_where(reg mask, reg v) noexcept {
+#if defined(__AVX512F__)
+  return _mm512_and_si512(mask, v);
+#elif defined(__AVX2__)
+  return _mm256_and_si256(mask, v);
+#else
+  return vandq_s32(mask, v);
+#endif
+}
+
+/// reference::log_softmax_params::output per lane, with top / bottom the output range: bottom at or below the cutoff,
+/// else clamp(RoundingDivideByPOT(scaled - log_sum, 22) + top).
+[[gnu::always_inline]] inline reg log_softmax_output(reg scaled, reg log_sum, reg index, reg cutoff_index, reg top,
+                                                     reg bottom) noexcept {
+  constexpr int step_shift = 31 - reference::log_softmax_params::diff_bits - reference::log_softmax_params::output_bits;
+  const reg steps = rounding_divide_by_pot(isa::sub(scaled, log_sum), isa::set1(step_shift));
+  const reg clamped = isa::max(isa::min(isa::add(steps, top), top), bottom);
+  return isa::add(bottom, keep_where(isa::greater(index, cutoff_index), isa::sub(clamped, bottom)));
+}
+
+/// Log-softmax, small depths: 16 pixels per block as in transposed(); the exponential terms are gathered and summed
+/// per lane, the 16 logs (one per pixel) are scalar, the outputs are lanes again (as u8: zero point 255, range 0..255,
+/// which the i8 flip turns into 127, -128..127).
+template <quantized_element T>
+inline void log_softmax_transposed(const log_softmax_tables& tables, const reference::log_softmax_params& params,
+                                   const T* in, std::ptrdiff_t in_stride, T* out, std::ptrdiff_t out_stride,
+                                   std::size_t pixels, int channels) noexcept {
+  pixel_block<T> block;
+  const reg top = isa::set1(255), bottom = isa::zero();
+  for (std::size_t k = 0; k < pixels; k += 16) {
+    const int lanes_used = static_cast<int>(std::min<std::size_t>(16, pixels - k));
+    block.load(in + static_cast<std::ptrdiff_t>(k) * in_stride, in_stride, lanes_used, channels);
+    reg bias[regs], x[regs], e[regs], sum[regs];
+    block.index_bias(channels, bias);
+    for (int r = 0; r < regs; ++r) sum[r] = isa::zero();
+    for (int c = 0; c < channels; ++c) {
+      block.channel(c, x);
+      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias[r]);
+      gather(tables.exp_terms.data(), x, e);
+      for (int r = 0; r < regs; ++r) sum[r] = isa::add(sum[r], e[r]);
+    }
+    alignas(64) std::uint32_t sums[16];
+    alignas(64) std::int32_t log_sums[16], cutoffs[16];
+    for (int r = 0; r < regs; ++r) store(sums + 16 / regs * r, sum[r]);
+    for (int i = 0; i < 16; ++i) {
+      const log_softmax_row row(params, static_cast<std::int32_t>(sums[i]));
+      log_sums[i] = row.log_sum;
+      cutoffs[i] = row.cutoff_index;
+    }
+    reg log_sum[regs], cutoff_index[regs];
+    for (int r = 0; r < regs; ++r) {
+      log_sum[r] = load(log_sums + 16 / regs * r);
+      cutoff_index[r] = load(cutoffs + 16 / regs * r);
+    }
+    for (int c = 0; c < channels; ++c) {
+      block.channel(c, x);
+      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias[r]);
+      gather(tables.scaled_diffs.data(), x, e);
+      for (int r = 0; r < regs; ++r) e[r] = log_softmax_output(e[r], log_sum[r], x[r], cutoff_index[r], top, bottom);
+      isa::narrow<u8>(block.bytes + 16 * c, e);
+    }
+    block.store(out + static_cast<std::ptrdiff_t>(k) * out_stride, out_stride, lanes_used, channels);
+  }
+}
+
+/// Log-softmax, large depths: one pixel at a time, vectorized along the channels (sums of at most 4095 terms of
+/// 2^19 fit int32 lanes); the channel tail takes the reference's per-element steps.
+template <quantized_element T>
+inline void log_softmax_along_channels(const log_softmax_tables& tables, const reference::log_softmax_params& params,
+                                       const T* in, std::ptrdiff_t in_stride, T* out, std::ptrdiff_t out_stride,
+                                       std::size_t pixels, int channels) noexcept {
+  const int body = channels / 16 * 16;
+  const reg top = isa::set1(element_traits<T>::max), bottom = isa::set1(element_traits<T>::min);
+  for (std::size_t k = 0; k < pixels; ++k) {
+    const T* source = in + static_cast<std::ptrdiff_t>(k) * in_stride;
+    T* result = out + static_cast<std::ptrdiff_t>(k) * out_stride;
+    const std::int32_t max = *std::max_element(source, source + channels);
+    const reg bias = isa::set1(255 - max);
+    reg acc[regs], x[regs], e[regs];
+    for (int r = 0; r < regs; ++r) acc[r] = isa::zero();
+    int c = 0;
+    for (; c < body; c += 16) {
+      isa::widen<T>(source + c, x);
+      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias);
+      gather(tables.exp_terms.data(), x, e);
+      for (int r = 0; r < regs; ++r) acc[r] = isa::add(acc[r], e[r]);
+    }
+    alignas(64) std::uint32_t parts[16];
+    for (int r = 0; r < regs; ++r) store(parts + 16 / regs * r, acc[r]);
+    std::int32_t sum = 0;
+    for (const std::uint32_t p : parts) sum += static_cast<std::int32_t>(p);
+    for (; c < channels; ++c) sum += params.exp_term(source[c] - max);
+    const log_softmax_row row(params, sum);
+    const reg log_sum = isa::set1(row.log_sum), cutoff_index = isa::set1(row.cutoff_index);
+    for (c = 0; c < body; c += 16) {
+      isa::widen<T>(source + c, x);
+      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias);
+      gather(tables.scaled_diffs.data(), x, e);
+      for (int r = 0; r < regs; ++r) e[r] = log_softmax_output(e[r], log_sum, x[r], cutoff_index, top, bottom);
+      isa::narrow<T>(result + c, e);
+    }
+    for (; c < channels; ++c) {
+      const std::int32_t d = source[c] - max;
+      result[c] =
+          reference::log_softmax_params::output<T>(d, params.scaled_diff(d), row.log_sum, row.cutoff_index - 255);
+    }
+  }
+}
 }  // namespace vec
 #else
 inline constexpr bool has_lanes = false;
 #endif
 
-/// Logistic over `count` contiguous bytes; `values` is the 256-entry table indexed by the input byte.
-struct logistic_bytes {
-  alignas(64) std::array<byte, 256> values{};
-  alignas(32) std::array<byte, 16 * 32> pshufb_deltas{};  // per half (entries <128, >=128): telescoped chunks
-
-  void finish() noexcept {
-    for (std::size_t k = 0; k < 16; ++k)
-      for (std::size_t j = 0; j < 16; ++j) {
-        const bool starts_half = k % 8 == 0;
-        const byte delta = static_cast<byte>(values[16 * k + j] ^ (starts_half ? 0 : values[16 * (k - 1) + j]));
-        pshufb_deltas[32 * k + j] = pshufb_deltas[32 * k + 16 + j] = delta;
-      }
+/// The view-taking entry points of the channel-wise ops: any extents, const or mutable input, forwarded to
+/// Op::run on dynamic views.
+template <class Op, quantized_element T>
+struct view_entry_points {
+  template <class InExtents, class OutExtents>
+  void operator()(tensor_view<const T, InExtents> in, tensor_view<T, OutExtents> out) const {
+    static_cast<const Op&>(*this).run(tensor_view<const T>(in), tensor_view<T>(out));
   }
-
-  void run(const byte* in, byte* out, std::size_t count) const noexcept {
-    std::size_t j = 0;
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512VBMI__) && defined(__AVX512BW__)
-    const __m512i t0 = _mm512_load_si512(values.data()), t1 = _mm512_load_si512(values.data() + 64);
-    const __m512i t2 = _mm512_load_si512(values.data() + 128), t3 = _mm512_load_si512(values.data() + 192);
-    const auto lookup = [&](__m512i index) noexcept {
-      const __m512i low = _mm512_permutex2var_epi8(t0, index, t1), high = _mm512_permutex2var_epi8(t2, index, t3);
-      return _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high);  // bit 7 picks the half
-    };
-    for (; j + 64 <= count; j += 64) _mm512_storeu_si512(out + j, lookup(_mm512_loadu_si512(in + j)));
-    if (j < count) {
-      const __mmask64 mask = ~std::uint64_t{0} >> (64 - (count - j));
-      _mm512_mask_storeu_epi8(out + j, mask, lookup(_mm512_maskz_loadu_epi8(mask, in + j)));
-      j = count;
-    }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
-    // Bytes >= 128 are negative as signed bytes, so the low half's lookups give 0 for them, and index ^ 0x80 does
-    // the same for the high half; the two results are disjoint and combine with XOR.
-    const __m256i top_bit = _mm256_set1_epi8(static_cast<char>(0x80));
-    for (; j + 32 <= count; j += 32) {
-      const __m256i index = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j));
-      const __m256i low = telescoped_lookup(pshufb_deltas.data(), 8, index);
-      const __m256i high = telescoped_lookup(pshufb_deltas.data() + 8 * 32, 8, _mm256_xor_si256(index, top_bit));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm256_xor_si256(low, high));
-    }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON) && defined(__aarch64__)
-    uint8x16x4_t quarter[4];
-    for (int q = 0; q < 4; ++q) {
-      const byte* base = values.data() + 64 * q;
-      quarter[q] = uint8x16x4_t{{vld1q_u8(base), vld1q_u8(base + 16), vld1q_u8(base + 32), vld1q_u8(base + 48)}};
-    }
-    const uint8x16_t sixty_four = vdupq_n_u8(64);
-    for (; j + 16 <= count; j += 16) {
-      uint8x16_t index = vld1q_u8(in + j);
-      uint8x16_t result = vqtbl4q_u8(quarter[0], index);
-      for (int q = 1; q < 4; ++q) {
-        index = vsubq_u8(index, sixty_four);  // wraps: indices of earlier quarters become >= 64, out of range
-        result = vqtbx4q_u8(result, quarter[q], index);
-      }
-      vst1q_u8(out + j, result);
-    }
-#endif
-    for (; j < count; ++j) out[j] = values[in[j]];
+  template <class InExtents, class OutExtents>
+  void operator()(tensor_view<T, InExtents> in, tensor_view<T, OutExtents> out) const {
+    static_cast<const Op&>(*this).run(tensor_view<const T>(in), tensor_view<T>(out));
   }
 };
 
@@ -515,7 +662,7 @@ bool check_same_views(const tensor_view<const T>& in, const tensor_view<T>& out,
 
 /// Softmax over the channels of every pixel, specialized for Cfg.channels; see the file comment.
 template <softmax_config Cfg, quantized_element T>
-class softmax {
+class softmax : public detail::probability::view_entry_points<softmax<Cfg, T>, T> {
   static_assert(Cfg.channels >= 1, "softmax: channels must be at least 1");
 
  public:
@@ -529,21 +676,14 @@ class softmax {
   /// object refuses to run, unless the scale and beta are finite and positive).
   explicit softmax(quant_params input, float beta = 1.0f) : table_(input, beta) {
     if constexpr (Cfg.channels == 2) {
-      if (table_.valid()) build_pair_table();
+      if (table_.valid())
+        pairs_ = detail::probability::make_pair_table<T>(
+            [&](tensor_view<const T> in, tensor_view<T> out) { reference::softmax<T>(table_, in, out); });
     }
   }
 
   bool valid() const noexcept { return table_.valid(); }
   const reference::softmax_table& exp_table() const noexcept { return table_; }
-
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<const T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
 
   /// Views may be strided; misuse is reported through mosaiq::require and leaves `out` untouched.
   void run(tensor_view<const T> in, tensor_view<T> out) const {
@@ -553,15 +693,7 @@ class softmax {
     if (!require(in.channels() == Cfg.channels, errc::shape_mismatch, "softmax: channels differ from config.channels"))
       return;
     if constexpr (Cfg.channels == 2) {
-      if (in.is_dense() && out.is_dense()) {
-        const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
-        detail::probability::pairs_dense<T>(pairs_, in.data(), out.data(), pixels);
-        return;
-      }
-      for (int n = 0; n < in.batch(); ++n)
-        for (int y = 0; y < in.height(); ++y)
-          for (int x = 0; x < in.width(); ++x)
-            detail::probability::pairs_scalar<T>(pairs_, in.pixel(n, y, x), out.pixel(n, y, x), 1);
+      detail::probability::run_pairs<T>(pairs_, in, out);
     } else {
 #if defined(MOSAIQ_LANES)
       // Every pixel is at data + k * pixel_stride (rows and images follow the pixel stride).
@@ -581,28 +713,72 @@ class softmax {
   }
 
  private:
-  /// P[255 + d] from the reference itself: pixel i of a 511-pixel row is a pair with x0 - x1 = i - 255.
-  void build_pair_table() {
-    constexpr int lowest = element_traits<T>::min;
-    std::array<T, 2 * 511> pairs{}, probabilities{};
-    for (int i = 0; i < 511; ++i) {
-      const int d = i - 255;
-      pairs[2 * static_cast<std::size_t>(i)] = static_cast<T>(lowest + std::max(d, 0));
-      pairs[2 * static_cast<std::size_t>(i) + 1] = static_cast<T>(lowest + std::max(-d, 0));
+  reference::softmax_table table_;
+  detail::probability::pair_table pairs_{};
+};
+
+/// Log-softmax over the channels of every pixel (TFLite's quantized LOG_SOFTMAX, beta 1), specialized for
+/// Cfg.channels, bit-exact with reference::log_softmax; see the file comment.
+template <softmax_config Cfg, quantized_element T>
+class log_softmax : public detail::probability::view_entry_points<log_softmax<Cfg, T>, T> {
+  static_assert(Cfg.channels >= 1 && Cfg.channels <= reference::log_softmax_params::max_channels,
+                "log_softmax: channels must be in [1, 4095] (the fixed-point sum of exponentials overflows above)");
+
+ public:
+  static constexpr softmax_config config = Cfg;
+  /// True when the run uses the two-class difference table or the vector paths (every ISA with 32-bit lanes);
+  /// otherwise (scalar builds, other channel counts than 2) it calls reference::log_softmax.
+  static constexpr bool specialized = Cfg.channels == 2 || detail::probability::has_lanes;
+  static constexpr quant_params output_params = reference::log_softmax_output_params<T>;
+
+  /// Load time: TFLite's Prepare and the tables (errc::invalid_argument, and the object refuses to run, unless the
+  /// input scale is finite and above 2^-26).
+  explicit log_softmax(quant_params input) : params_(input), tables_(params_) {
+    if constexpr (Cfg.channels == 2) {
+      if (params_.valid())
+        pairs_ = detail::probability::make_pair_table<T>(
+            [&](tensor_view<const T> in, tensor_view<T> out) { reference::log_softmax<T>(params_, in, out); });
     }
-    reference::softmax<T>(table_, tensor_view<const T>(pairs.data(), shape{1, 511, 2}),
-                          tensor_view<T>(probabilities.data(), shape{1, 511, 2}));
-    for (std::size_t i = 0; i < 511; ++i) pairs_.by_index[i] = static_cast<std::uint8_t>(probabilities[2 * i]);
-    pairs_.finish();
   }
 
-  reference::softmax_table table_;
+  bool valid() const noexcept { return params_.valid(); }
+  const reference::log_softmax_params& params() const noexcept { return params_; }
+
+  /// Views may be strided; misuse is reported through mosaiq::require and leaves `out` untouched.
+  void run(tensor_view<const T> in, tensor_view<T> out) const {
+    if (!require(valid(), errc::invalid_argument, "log_softmax: built from invalid quantization")) return;
+    if (!detail::probability::check_same_views(in, out, "log_softmax: input and output views must be valid and match"))
+      return;
+    if (!require(in.channels() == Cfg.channels, errc::shape_mismatch,
+                 "log_softmax: channels differ from config.channels"))
+      return;
+    if constexpr (Cfg.channels == 2) {
+      detail::probability::run_pairs<T>(pairs_, in, out);
+    } else {
+#if defined(MOSAIQ_LANES)
+      const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
+      if (pixels == 0) return;
+      if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
+        detail::probability::vec::log_softmax_transposed<T>(tables_, params_, in.data(), in.pixel_stride(), out.data(),
+                                                            out.pixel_stride(), pixels, Cfg.channels);
+      else
+        detail::probability::vec::log_softmax_along_channels<T>(tables_, params_, in.data(), in.pixel_stride(),
+                                                                out.data(), out.pixel_stride(), pixels, Cfg.channels);
+#else
+      reference::log_softmax<T>(params_, in, out);
+#endif
+    }
+  }
+
+ private:
+  reference::log_softmax_params params_;
+  detail::probability::log_softmax_tables tables_;
   detail::probability::pair_table pairs_{};
 };
 
 /// Logistic (sigmoid) of every element: the reference table, vectorized lookups; see the file comment.
 template <quantized_element T>
-class logistic {
+class logistic : public detail::probability::view_entry_points<logistic<T>, T> {
  public:
   static constexpr quant_params output_params = reference::probability_output_params<T>;
 
@@ -615,15 +791,6 @@ class logistic {
 
   bool valid() const noexcept { return table_.valid(); }
   const reference::logistic_table<T>& table() const noexcept { return table_; }
-
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<const T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
-  template <class InExtents, class OutExtents>
-  void operator()(tensor_view<T, InExtents> in, tensor_view<T, OutExtents> out) const {
-    run(tensor_view<const T>(in), tensor_view<T>(out));
-  }
 
   void run(tensor_view<const T> in, tensor_view<T> out) const {
     if (!require(valid(), errc::invalid_argument, "logistic: built from invalid quantization")) return;
@@ -645,7 +812,7 @@ class logistic {
 
  private:
   reference::logistic_table<T> table_;
-  detail::probability::logistic_bytes lookup_{};
+  detail::byte_table lookup_{};
 };
 
 }  // namespace mosaiq

@@ -1,6 +1,14 @@
 // Reference resize ops (bilinear and nearest neighbour) for NHWC u8, i8 and float: plain scalar loops, the oracle
-// the SIMD kernels are tested against. Input and output share quantization (TFLite: "input and outputs must all have
-// same scale/zero_point"), so no op here requantizes; the output size is the output view's.
+// the SIMD kernels are tested against; the output size is the output view's. TFLite requires input and output to
+// share quantization ("input and outputs must all have same scale/zero_point") and rejects other models; here the
+// overloads without quantization arguments are that case, and the overloads taking a `requantization` accept
+// different ones:
+//   out = requantize(resize(in))   per element, where resize(in) is the equal-quantization result (the interpolated
+//   value rounded in the input's 8-bit domain, below) and requantize is TFLite's QUANTIZE (requantize) kernel:
+//   clamp(zp_out + MultiplyByQuantizedMultiplier(q - zp_in, QuantizeMultiplier(s_in / s_out))), ties away from zero.
+// So the result is TFLite RESIZE_* followed by TFLite QUANTIZE, bit for bit; equal parameters give resize(in) itself.
+// Parameters that cannot be honoured (a non-finite or non-positive scale, a ratio s_in / s_out whose multiplier
+// falls outside TFLite's range: shift above 30 or below -31) are errc::invalid_argument.
 //
 // Which 8-bit bilinear rounding is the default, and why:
 // - u8: `resize_bilinear` is TFLite's current uint8 kernel (its reference and optimized versions are the same math):
@@ -174,11 +182,79 @@ constexpr std::int64_t round_q20(std::int64_t acc) noexcept {
 
 }  // namespace detail
 
+/// Requantization of 8-bit values from one quantization to another: TFLite's QUANTIZE kernel (Requantize) with the
+/// multiplier QuantizeMultiplier(input scale / output scale). Built at load time.
+template <quantized_element T>
+class requantization {
+ public:
+  /// Equal parameters: the identity.
+  requantization() = default;
+  /// errc::invalid_argument (and valid() is false) unless both scales are finite and positive and the ratio's
+  /// multiplier is inside TFLite's range.
+  requantization(quant_params input, quant_params output) : input_(input), output_(output) {
+    const double ratio = static_cast<double>(input.scale) / static_cast<double>(output.scale);
+    const bool finite = std::isfinite(input.scale) && std::isfinite(output.scale) && input.scale > 0.0f &&
+                        output.scale > 0.0f && std::isfinite(ratio);
+    const quantized_multiplier multiplier = finite ? quantize_multiplier(ratio) : quantized_multiplier{};
+    valid_ = require(finite && multiplier.multiplier != 0 && is_valid_multiplier(multiplier), errc::invalid_argument,
+                     "requantization: scales must be finite and positive, and input / output scale a multiplier "
+                     "TFLite can represent");
+    if (valid_) scale_ = prepare_scale<rounding::tflite_reference>(multiplier);
+  }
+
+  bool valid() const noexcept { return valid_; }
+  /// Equal parameters: the resize's own result is kept (no requantization step runs).
+  bool identity() const noexcept { return input_ == output_; }
+  quant_params input() const noexcept { return input_; }
+  quant_params output() const noexcept { return output_; }
+
+  T operator()(T q) const noexcept {
+    if (identity()) return q;
+    return requantize<rounding::tflite_reference, T>(static_cast<std::int32_t>(q) - input_.zero_point, scale_,
+                                                     output_.zero_point, element_traits<T>::min,
+                                                     element_traits<T>::max);
+  }
+
+ private:
+  quant_params input_{}, output_{};
+  requant_scale scale_{};
+  bool valid_ = true;
+};
+
+namespace detail {
+
+/// Applies `requant` to every element of `out` after `resize` wrote it; misuse leaves `out` untouched.
+template <quantized_element T, class Resize>
+void resize_then_requantize(const tensor_view<const T>& in, const tensor_view<T>& out, const requantization<T>& requant,
+                            Resize resize) {
+  if (!require(requant.valid(), errc::invalid_argument, "resize: the requantization was built from invalid params"))
+    return;
+  if (!check_resize_views(in, out)) return;
+  resize();
+  if (requant.identity()) return;
+  for (int n = 0; n < out.batch(); ++n)
+    for (int y = 0; y < out.height(); ++y)
+      for (int x = 0; x < out.width(); ++x) {
+        T* result = out.pixel(n, y, x);
+        for (int c = 0; c < out.channels(); ++c) result[c] = requant(result[c]);
+      }
+}
+
+}  // namespace detail
+
 /// Bilinear resize of u8 or i8 (rounding: see the top of this file), output size from `out`.
 /// u8 is bit-exact with TFLite's uint8 RESIZE_BILINEAR computed without FMA contraction.
 template <quantized_element T>
 void resize_bilinear(std::type_identity_t<tensor_view<const T>> in, tensor_view<T> out, resize_mode mode) {
   detail::resize_bilinear_float_path<T>(in, out, mode);
+}
+
+/// Bilinear resize from `requant.input()` to `requant.output()` quantization: resize_bilinear, then requantized
+/// (see the top of this file).
+template <quantized_element T>
+void resize_bilinear(std::type_identity_t<tensor_view<const T>> in, tensor_view<T> out, resize_mode mode,
+                     const requantization<T>& requant) {
+  detail::resize_then_requantize<T>(in, out, requant, [&] { resize_bilinear<T>(in, out, mode); });
 }
 
 /// TFLite's float reference RESIZE_BILINEAR (float32 weights, no FMA contraction).
@@ -239,6 +315,14 @@ void resize_nearest(std::type_identity_t<tensor_view<const T>> in, tensor_view<T
       }
     }
   }
+}
+
+/// Nearest-neighbour resize from `requant.input()` to `requant.output()` quantization: each output is the requantized
+/// input pixel it replicates.
+template <quantized_element T>
+void resize_nearest(std::type_identity_t<tensor_view<const T>> in, tensor_view<T> out, resize_mode mode,
+                    const requantization<T>& requant) {
+  detail::resize_then_requantize<T>(in, out, requant, [&] { resize_nearest<T>(in, out, mode); });
 }
 
 }  // namespace mosaiq::reference
