@@ -292,6 +292,12 @@ TEST_CASE("parallel: a network on 1..8 threads equals its serial run, no heap wh
       CHECK(got == expected);
     }
   }
+  // The counter itself works (under ThreadSanitizer too, where a malloc hook counts).
+  const long before_probe = test::heap_allocations();
+  void* probe = ::operator new(16);  // a direct call: unlike a new-expression, it may not be elided
+  ::operator delete(probe);
+  CHECK(test::heap_allocations() >= before_probe + 1);
+
   // A pool larger than max_threads uses max_threads of them.
   thread_pool wide(max_test_threads + 2);
   std::vector<u8> got(expected.size());

@@ -105,7 +105,7 @@ class thread_pool {
     stopping_.store(true, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
     generation_.notify_all();
-    // The jthreads join as workers_ is destroyed.
+    workers_.reset();  // joins every worker while the atomics they read still exist
   }
 
   int thread_count() const noexcept { return threads_; }
