@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "allocation_counter.hpp"
@@ -212,28 +213,37 @@ TEST_CASE_TEMPLATE("parallel: bilinear resize bands equal one run, 1..8 threads"
 // resize, concat, softmax) and one that does not (global average pool).
 template <int Threads>
 using kinds_net = network<
-    input<u8, 19, 13, 3>::with_max_threads<Threads>,                                                    //
-    layers::conv2d<layers::conv2d_config{.out_channels = 16}>,                                          // 19x13x16
+    input<u8, 64, 63, 3>::with_max_threads<Threads>,                                                    //
+    layers::conv2d<layers::conv2d_config{.out_channels = 16}>,                                          // 64x63x16
     layers::tap<"skip">,                                                                                //
     layers::depthwise<layers::depthwise_config{.kernel = {3, 3}}>,                                      //
     layers::add<"skip">,                                                                                //
     layers::tap<"x">,                                                                                   //
-    layers::max_pool<layers::pool_config{.kernel = {3, 3}, .stride = {2, 2}, .pad = padding::same()}>,  // 10x7x16
-    layers::resize_nearest<layers::resize_config{.scale = 2}>,                                          // 20x14x16
-    layers::average_pool<layers::pool_config{.kernel = {2, 2}, .stride = {1, 1}}>,                      // 19x13x16
-    layers::tap<"p">,                                                                                   //
-    layers::from<"x">,                                                                                  //
-    layers::global_average_pool<>,                                                                      // 1x1x16
-    layers::resize_bilinear<layers::resize_config{.scale = 19}>,                                        // 19x19x16
-    layers::average_pool<layers::pool_config{.kernel = {1, 7}, .stride = {1, 1}, .pad = padding::valid()}>,
-    layers::tap<"g">,                                                // 19x13x16
-    layers::concat<"x", "p", "g">,                                   // 19x13x48
-    layers::pointwise<layers::pointwise_config{.out_channels = 5}>,  //
+    layers::max_pool<layers::pool_config{.kernel = {3, 3}, .stride = {2, 2}, .pad = padding::same()}>,  // 32x32x16
+    layers::resize_nearest<layers::resize_config{.scale = 2}>,                                          // 64x64x16
+    layers::average_pool<layers::pool_config{.kernel = {1, 2}, .stride = {1, 1}}>,
+    layers::tap<"p">,                                             // 64x63x16
+    layers::from<"x">,                                            //
+    layers::global_average_pool<>,                                // 1x1x16
+    layers::resize_bilinear<layers::resize_config{.scale = 64}>,  // 64x64x16
+    layers::max_pool<layers::pool_config{.kernel = {1, 2}, .stride = {1, 1}}>,
+    layers::tap<"g">,                                                 // 64x63x16
+    layers::concat<"x", "p", "g">,                                    // 64x63x48
+    layers::pointwise<layers::pointwise_config{.out_channels = 16}>,  //
     layers::softmax<>>;
 
-static_assert(kinds_net<1>::output_shape == shape{19, 13, 5});
+static_assert(kinds_net<1>::output_shape == shape{64, 63, 16});
 // A single-thread network plans exactly the kernels' workspace; more threads add slices.
 static_assert(kinds_net<1>::arena_bytes < kinds_net<4>::arena_bytes);
+// On 8 threads every op layer but the global average pool (one output pixel) runs in 8 bands, so the
+// comparisons below cover each layer kind's split; small layers would use fewer.
+static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
+  using net = kinds_net<8>;
+  return ((net::topology.layers[I].role != layer_role::op ||
+           net::layer_bands<I>(8) == (std::string_view(net::layer<I>::kind) == "global_average_pool" ? 1 : 8)) &&
+          ...);
+}(std::make_index_sequence<kinds_net<8>::layer_count>{}));
+static_assert(kinds_net<8>::layer_bands<0>(3) == 3 && kinds_net<2>::layer_bands<0>(8) == 2);
 
 template <class Net>
 typename Net::weights random_weights(unsigned seed) {

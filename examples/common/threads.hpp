@@ -8,7 +8,7 @@
 namespace mosaiq_examples {
 
 /// The example networks are built for runs on up to this many threads (input<...>::with_max_threads).
-inline constexpr int max_threads = 8;
+inline constexpr int max_threads = 4;
 
 /// Removes `--threads N` from argv and returns N: 1 when the flag is absent, 0 when N is not in
 /// 1..max_threads (the caller prints its usage).

@@ -190,6 +190,8 @@ struct layer_types {
   using weights = layers::no_weights;
   using state = no_state;
   static constexpr bool in_place = false;
+  static constexpr bool splits = false;
+  static constexpr int split_rows = 0;
   static constexpr std::size_t scratch_bytes = 0;
 };
 
@@ -362,6 +364,23 @@ class network {
     for (const layer_cost& c : layer_costs) total += c.macs;
     return total;
   }();
+  /// A band with less work than this (multiply-accumulates plus output elements) costs more to hand to
+  /// another thread than it saves: small layers use fewer bands.
+  static constexpr std::uint64_t min_band_work = 8192;
+
+  /// Row bands (tasks) layer I runs in on `threads` threads (at most max_threads count): a pure
+  /// function of the shapes and the thread count; 1 for layers that run whole on one thread.
+  template <std::size_t I>
+  static constexpr int layer_bands(int threads) noexcept {
+    if constexpr (!types<I>::splits) {
+      return 1;
+    } else {
+      const std::uint64_t work = layer_macs[I] + topology.layers[I].dims.elements();
+      const int useful = static_cast<int>(std::clamp<std::uint64_t>(work / min_band_work, 1, 1024));
+      return row_bands::split(types<I>::split_rows, std::min({threads, max_threads, useful})).count;
+    }
+  }
+
   /// Filter and bias values of every layer.
   static constexpr std::uint64_t params = [] {
     std::uint64_t total = 0;
@@ -763,8 +782,8 @@ class network {
   static void run_bands(const typename types<I>::state& state, const Inputs& inputs, const tensor_view<T>& out,
                         std::span<std::byte> scratch, E& exec, int threads) {
     using layer_types = types<I>;
-    const row_bands bands = row_bands::split(layer_types::split_rows, threads);
     if constexpr (layer_types::splits) {
+      const row_bands bands = row_bands::split(layer_types::split_rows, layer_bands<I>(threads));
       if (bands.count > 1) {
         auto band = [&](std::size_t t) {
           std::span<std::byte> slice;
