@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "mosaiq/core/padding.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -262,18 +263,20 @@ inline void set_throughput_counters(benchmark::State& state, std::int64_t macs, 
 /// Registers one implementation of a workload. On its first invocation the row builds the
 /// implementation (`make(problem)`, which may throw), runs it once and compares the output with
 /// mosaiq::reference: more than `tolerance` LSB apart anywhere means the baseline is not computing
-/// the same workload, and the row reports an error instead of a time.
+/// the same workload, and the row reports an error instead of a time. With `threads` > 1 the case
+/// name gets `_t<threads>` and the row reports wall-clock time (the work runs on several threads).
 template <quantized_element T, class Make>
 void register_conv_row(std::string_view op, std::string_view impl, std::shared_ptr<conv_problem<T>> problem, Make make,
-                       int tolerance) {
+                       int tolerance, int threads = 1) {
   struct row_state {
     std::optional<conv_runner<T>> runner;
     std::string error;
     std::string label;
   };
   auto row = std::make_shared<row_state>();
-  const std::string case_name = problem->shape.template case_name<T>();
-  register_row(op, impl, case_name, [problem, make, tolerance, row](benchmark::State& state) {
+  const std::string case_name =
+      problem->shape.template case_name<T>() + (threads > 1 ? "_t" + std::to_string(threads) : std::string());
+  auto* registered = register_row(op, impl, case_name, [problem, make, tolerance, row](benchmark::State& state) {
     if (!row->runner && row->error.empty()) {
       try {
         row->runner.emplace(make(*problem));
@@ -298,6 +301,29 @@ void register_conv_row(std::string_view op, std::string_view impl, std::shared_p
     set_throughput_counters(state, problem->shape.macs(), problem->shape.bytes());
     state.SetLabel(row->label);
   });
+  if (threads > 1) registered->UseRealTime();
+}
+
+/// A mosaiq kernel with run_rows (depthwise, pointwise, conv2d) on a thread_pool of `threads`, its
+/// per-band workspace and output: a runner for register_conv_row's `_t<N>` rows.
+template <class Kernel, quantized_element T>
+conv_runner<T> parallel_runner(std::shared_ptr<const Kernel> kernel, const conv_problem<T>& p, int threads,
+                               std::string label) {
+  struct state {
+    thread_pool pool;
+    aligned_buffer<std::byte> workspace;
+    aligned_buffer<T> output;
+    state(int n, std::size_t workspace_bytes, std::size_t outputs)
+        : pool(n), workspace(workspace_bytes), output(outputs) {}
+  };
+  const conv_shape& s = p.shape;
+  auto st = std::make_shared<state>(threads, parallel_workspace_bytes<Kernel>(s.input_shape(), threads),
+                                    s.output_shape().elements());
+  const tensor_view<const T> in = p.input_view();
+  const tensor_view<T> out(st->output.data(), s.output_shape());
+  return {.run = [st, kernel, in, out] { parallel_run(st->pool, *kernel, in, out, st->workspace.span()); },
+          .output = st->output.span(),
+          .label = std::move(label) + ", " + std::to_string(threads) + " threads"};
 }
 
 /// Pins the OpenMP runtime that oneDNN was built with (Debian's libdnnl uses libgomp) to one

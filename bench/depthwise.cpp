@@ -1,17 +1,19 @@
 // bench_depthwise: quantized depthwise convolution, `depthwise/<impl>/<case>`, SAME padding, one
 // thread. Each case runs u8 (per-tensor, filter zero point) and i8 (per-channel) workloads on
 // mosaiq, XNNPACK and oneDNN; every implementation's output is first checked against
-// mosaiq::reference.
+// mosaiq::reference. `--threads N` adds `depthwise/mosaiq/<case>_t<N>`: the same kernel in row
+// bands on a mosaiq::thread_pool of N threads (wall-clock time).
+#include "mosaiq/ops/depthwise.hpp"
+
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "../examples/common/threads.hpp"
 #include "baselines.hpp"
 #include "common.hpp"
-
-#include "mosaiq/ops/depthwise.hpp"
 
 namespace mosaiq::bench {
 namespace {
@@ -38,15 +40,17 @@ constexpr std::array depthwise_cases{
     depthwise_case{56, 56, 32, {3, 3}, {1, 1}, {1, 1}, 2},  // depth multiplier 2
 };
 
+template <depthwise_case Case>
+constexpr depthwise_config config_of{.kernel = Case.kernel,
+                                     .stride = Case.stride,
+                                     .dilation = Case.dilation,
+                                     .pad = padding::same(),
+                                     .depth_multiplier = Case.multiplier};
+
 template <depthwise_case Case, quantized_element T>
 conv_runner<T> make_mosaiq(const conv_problem<T>& p) {
   const conv_shape& s = p.shape;
-  constexpr depthwise_config config{.kernel = Case.kernel,
-                                    .stride = Case.stride,
-                                    .dilation = Case.dilation,
-                                    .pad = padding::same(),
-                                    .depth_multiplier = Case.multiplier};
-  using op_type = depthwise<config, T>;
+  using op_type = depthwise<config_of<Case>, T>;
   struct state {
     op_type op;
     aligned_buffer<std::byte> workspace;
@@ -63,30 +67,41 @@ conv_runner<T> make_mosaiq(const conv_problem<T>& p) {
 }
 
 template <depthwise_case Case, quantized_element T>
-void register_case(std::uint32_t seed) {
+void register_case(std::uint32_t seed, int threads) {
   auto problem = std::make_shared<conv_problem<T>>(Case.shape(), seed);
   // mosaiq implements the reference's rounding, so it must match bit for bit.
   register_conv_row<T>("depthwise", "mosaiq", problem, make_mosaiq<Case, T>, 0);
+  if (threads > 1) {
+    const auto make = [threads](const conv_problem<T>& p) {
+      using op_type = depthwise<config_of<Case>, T>;
+      auto op = std::make_shared<const op_type>(p.filter.data(), p.bias.data(), p.shape.input_channels, p.requant);
+      return parallel_runner<op_type, T>(op, p, threads, "mosaiq::depthwise");
+    };
+    register_conv_row<T>("depthwise", "mosaiq", problem, make, 0, threads);
+  }
   register_baseline_rows<T>("depthwise", problem);
 }
 
 template <std::size_t... I>
-void register_cases(std::index_sequence<I...>) {
+void register_cases(int threads, std::index_sequence<I...>) {
   // Seeds follow registration order, so every run (and every filter) sees the same data per case.
   std::uint32_t seed = 1;
-  ((register_case<depthwise_cases[I], u8>(seed++), register_case<depthwise_cases[I], i8>(seed++)), ...);
+  ((register_case<depthwise_cases[I], u8>(seed++, threads), register_case<depthwise_cases[I], i8>(seed++, threads)),
+   ...);
 }
 
-void register_all() { register_cases(std::make_index_sequence<depthwise_cases.size()>{}); }
+void register_all(int threads) { register_cases(threads, std::make_index_sequence<depthwise_cases.size()>{}); }
 
 }  // namespace
 }  // namespace mosaiq::bench
 
 int main(int argc, char** argv) {
+  const int threads = mosaiq_examples::take_threads_flag(argc, argv);
+  if (threads == 0) return 2;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   mosaiq::bench::setup_baselines("mosaiq::depthwise");
-  mosaiq::bench::register_all();
+  mosaiq::bench::register_all(threads);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

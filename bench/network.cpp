@@ -1,4 +1,7 @@
-// bench_network: whole networks end to end, `network/<impl>/<case>`, one thread.
+// bench_network: whole networks end to end, `network/<impl>/<case>`, one thread; with `--threads N`
+// (2..8) also `network/<impl>/<case>_t<N>`: mosaiq on a mosaiq::thread_pool of N threads, XNNPACK's
+// operators on a pthreadpool of N threads. One-thread rows time the calling thread's CPU time; N-thread
+// rows time wall-clock time (steady clock), which is what threads shorten.
 //
 // portrait_256_{u8,i8}: the HyperCut-style portrait segmentation network of
 // examples/portrait_segmentation (256x256x3 -> 256x256x2, 46 M MACs, stand-in weights), run by
@@ -16,6 +19,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -44,6 +48,62 @@ double thread_cpu_ms() {
   return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
 }
 
+/// The clock of a row: the calling thread's CPU time on one thread, wall-clock time on several.
+double frame_clock_ms(int threads) {
+  if (threads == 1) return thread_cpu_ms();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// A mosaiq network row's memory counters: arena, peak live bytes, plan efficiency, weights.
+template <class Net>
+void memory_counters(benchmark::State& s, double) {
+  s.counters["arena_bytes"] = double(Net::arena_bytes);
+  s.counters["peak_live_bytes"] = double(Net::peak_live_bytes);
+  s.counters["plan_efficiency"] = Net::plan_efficiency;
+  s.counters["weight_bytes"] = double(Net::weight_bytes);
+}
+
+/// One-thread rows time the calling thread's CPU time; N-thread rows wall-clock time (Google Benchmark
+/// appends `/real_time` to their names; bench/ratios.py reads them as `<case>_t<N>`).
+benchmark::internal::Benchmark* with_clock(int threads, benchmark::internal::Benchmark* row) {
+  row->Unit(benchmark::kMillisecond);
+  return threads > 1 ? row->UseRealTime() : row;
+}
+
+/// Case names: today's rows are the one-thread rows; N threads append `_t<N>`.
+std::string threads_suffix(int threads) { return threads == 1 ? "" : "_t" + std::to_string(threads); }
+
+/// A mosaiq thread pool and a pthreadpool of N threads, made on first use and kept for the run.
+struct thread_pools {
+  explicit thread_pools(int n) : threads(n) {}
+  int threads = 1;
+  std::unique_ptr<thread_pool> mosaiq;
+#if MOSAIQ_BENCH_XNNPACK
+  std::unique_ptr<pthreadpool, decltype(&pthreadpool_destroy)> xnnpack{nullptr, &pthreadpool_destroy};
+#endif
+  thread_pool& mosaiq_pool() {
+    if (!mosaiq) mosaiq = std::make_unique<thread_pool>(threads);
+    return *mosaiq;
+  }
+#if MOSAIQ_BENCH_XNNPACK
+  /// nullptr (the calling thread) for one thread, as the one-thread rows always ran.
+  pthreadpool_t xnnpack_pool() {
+    if (threads > 1 && !xnnpack) xnnpack.reset(pthreadpool_create(static_cast<std::size_t>(threads)));
+    return xnnpack.get();
+  }
+#endif
+};
+
+/// The XNNPACK twin of a network, built (and checked against mosaiq) by the first XNNPACK row of any
+/// thread count.
+template <class Net>
+struct twin_state {
+#if MOSAIQ_BENCH_XNNPACK
+  std::optional<xnnpack::network_twin<Net>> twin;
+  std::string error, label;
+#endif
+};
+
 template <quantized_element T>
 struct portrait_problem {
   using net = portrait::network<T>;
@@ -51,7 +111,7 @@ struct portrait_problem {
   std::optional<typename net::prepared> prepared;
   aligned_buffer<T> input{net::input_shape.elements()}, output{net::output_shape.elements()};
   aligned_buffer<std::byte> arena{net::arena_bytes};
-  double mosaiq_ms = 0;  ///< per frame, once the mosaiq row has run
+  std::array<double, mosaiq_examples::max_threads + 1> mosaiq_ms{};  ///< per frame by threads, once that row ran
 
   portrait_problem() {
     if (!portrait::make_weights<T>(*weights)) throw std::runtime_error("portrait::make_weights failed");
@@ -61,21 +121,27 @@ struct portrait_problem {
     run();
   }
   void run() {
+    serial_executor serial;
+    run(serial);
+  }
+  template <parallel_executor E>
+  void run(E& exec) {
     net::run(*prepared, tensor_view<const T>(input.data(), net::input_shape),
-             tensor_view<T>(output.data(), net::output_shape), arena.span());
+             tensor_view<T>(output.data(), net::output_shape), arena.span(), exec);
   }
   static std::string case_name() { return std::string("portrait_256_") + std::string(element_name<T>()); }
 };
 
 /// Times `run` per frame (ms), with GMAC/s and the memory counters.
 template <class Run, class Counters>
-void time_frames(benchmark::State& state, Run&& run, std::uint64_t macs, Counters&& counters, double* ms_per_frame) {
-  const double start = thread_cpu_ms();
+void time_frames(benchmark::State& state, int threads, Run&& run, std::uint64_t macs, Counters&& counters,
+                 double* ms_per_frame) {
+  const double start = frame_clock_ms(threads);
   for (auto _ : state) {
     run();
     benchmark::ClobberMemory();
   }
-  const double ms = (thread_cpu_ms() - start) / double(state.iterations());
+  const double ms = (frame_clock_ms(threads) - start) / double(state.iterations());
   if (ms_per_frame != nullptr) *ms_per_frame = ms;
   state.counters["GMAC/s"] =
       benchmark::Counter(static_cast<double>(macs) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -111,10 +177,81 @@ void print_layer_comparison(Problem& p, const Twin& twin) {
 }
 #endif
 
-template <quantized_element T>
-void register_portrait() {
+template <quantized_element T, class Get>
+void register_portrait_rows(Get get, std::shared_ptr<thread_pools> pools,
+                            [[maybe_unused]] std::shared_ptr<twin_state<typename portrait_problem<T>::net>> twin) {
   using problem = portrait_problem<T>;
   using net = typename problem::net;
+  const int threads = pools->threads;
+  const std::string case_name = problem::case_name() + threads_suffix(threads);
+  with_clock(threads, register_row("network", "mosaiq", case_name, [get, pools, threads](benchmark::State& state) {
+               problem& p = get();
+               time_frames(
+                   state, threads, [&p, &pools] { p.run(pools->mosaiq_pool()); }, net::macs, memory_counters<net>,
+                   &p.mosaiq_ms[std::size_t(threads)]);
+               state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; static network, " +
+                              std::to_string(net::layer_count) + " layers, " + std::to_string(threads) + " thread(s)");
+             }));
+
+#if MOSAIQ_BENCH_XNNPACK
+  with_clock(
+      threads, register_row("network", "xnnpack", case_name, [get, twin, pools, threads](benchmark::State& state) {
+        problem& p = get();
+        if (!twin->twin && twin->error.empty()) {
+          try {
+            twin->twin.emplace(xnnpack::from_network<net>(*p.weights));
+            auto& ops = *twin->twin->ops;
+            std::copy_n(p.input.data(), p.input.size(), ops.values(twin->twin->input()).data());
+            ops.run();
+            // Same function? Mask pixels (argmax of the two classes) and probabilities against mosaiq's.
+            const std::span<const T> got = ops.values(twin->twin->output());
+            const std::span<const T> want = p.output.span();
+            const output_match m = compare_outputs<T>(got, want);
+            std::size_t agree = 0, pixels = want.size() / 2;
+            double abs_diff = 0;
+            T lo = got[0], hi = got[0];
+            for (std::size_t i = 0; i < pixels; ++i) {
+              agree += (got[2 * i + 1] > got[2 * i]) == (want[2 * i + 1] > want[2 * i]);
+              abs_diff += std::abs(int(got[2 * i + 1]) - int(want[2 * i + 1]));
+              lo = std::min({lo, got[2 * i], got[2 * i + 1]}), hi = std::max({hi, got[2 * i], got[2 * i + 1]});
+            }
+            const double agreement = double(agree) / double(pixels);
+            char text[192];
+            std::snprintf(text, sizeof text,
+                          "%s, %zu operators; vs mosaiq: mask %.2f%% equal, probability mean|diff| %.2f LSB, max %d",
+                          std::same_as<T, u8> ? "qu8" : "qc8/qs8 (softmax qu8 between sign flips)",
+                          ops.operator_count(), 100.0 * agreement, abs_diff / double(pixels), m.max_abs_diff);
+            twin->label = text;
+            if (hi - lo < 16 || agreement < 0.9)
+              twin->error = std::string("XNNPACK output implausible (constant, or far from mosaiq's): ") + text;
+            else
+              print_layer_comparison(p, *twin->twin);
+          } catch (const std::exception& e) {
+            twin->error = e.what();
+          }
+        }
+        if (!twin->error.empty()) {
+          state.SkipWithError(twin->error.c_str());
+          return;
+        }
+        const xnnpack::op_network<T>& ops = *twin->twin->ops;
+        const pthreadpool_t pool = pools->xnnpack_pool();
+        time_frames(
+            state, threads, [&ops, pool] { ops.run(pool); }, net::macs,
+            [&p, &ops, threads](benchmark::State& s, double ms) {
+              s.counters["activation_bytes"] = double(ops.activation_bytes());
+              if (p.mosaiq_ms[std::size_t(threads)] > 0)
+                s.counters["xnnpack/mosaiq"] = ms / p.mosaiq_ms[std::size_t(threads)];
+            },
+            nullptr);
+        state.SetLabel(twin->label);
+      }));
+#endif
+}
+
+template <quantized_element T>
+void register_portrait(const std::vector<int>& thread_counts) {
+  using problem = portrait_problem<T>;
   // Built on first use: the weights are calibrated in float (about 0.2 s), which a filter that
   // skips these rows should not pay.
   auto shared = std::make_shared<std::optional<problem>>();
@@ -122,78 +259,8 @@ void register_portrait() {
     if (!shared->has_value()) shared->emplace();
     return **shared;
   };
-
-  register_row("network", "mosaiq", problem::case_name(), [get](benchmark::State& state) {
-    problem& p = get();
-    time_frames(
-        state, [&p] { p.run(); }, net::macs,
-        [](benchmark::State& s, double) {
-          s.counters["arena_bytes"] = double(net::arena_bytes);
-          s.counters["peak_live_bytes"] = double(net::peak_live_bytes);
-          s.counters["plan_efficiency"] = net::plan_efficiency;
-          s.counters["weight_bytes"] = double(net::weight_bytes);
-        },
-        &p.mosaiq_ms);
-    state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; static network, " +
-                   std::to_string(net::layer_count) + " layers");
-  })->Unit(benchmark::kMillisecond);
-
-#if MOSAIQ_BENCH_XNNPACK
-  struct twin_state {
-    std::optional<xnnpack::network_twin<net>> twin;
-    std::string error, label;
-  };
-  auto twin = std::make_shared<twin_state>();
-  register_row("network", "xnnpack", problem::case_name(), [get, twin](benchmark::State& state) {
-    problem& p = get();
-    if (!twin->twin && twin->error.empty()) {
-      try {
-        twin->twin.emplace(xnnpack::from_network<net>(*p.weights));
-        auto& ops = *twin->twin->ops;
-        std::copy_n(p.input.data(), p.input.size(), ops.values(twin->twin->input()).data());
-        ops.run();
-        // Same function? Mask pixels (argmax of the two classes) and probabilities against mosaiq's.
-        const std::span<const T> got = ops.values(twin->twin->output());
-        const std::span<const T> want = p.output.span();
-        const output_match m = compare_outputs<T>(got, want);
-        std::size_t agree = 0, pixels = want.size() / 2;
-        double abs_diff = 0;
-        T lo = got[0], hi = got[0];
-        for (std::size_t i = 0; i < pixels; ++i) {
-          agree += (got[2 * i + 1] > got[2 * i]) == (want[2 * i + 1] > want[2 * i]);
-          abs_diff += std::abs(int(got[2 * i + 1]) - int(want[2 * i + 1]));
-          lo = std::min({lo, got[2 * i], got[2 * i + 1]}), hi = std::max({hi, got[2 * i], got[2 * i + 1]});
-        }
-        const double agreement = double(agree) / double(pixels);
-        char text[192];
-        std::snprintf(text, sizeof text,
-                      "%s, %zu operators; vs mosaiq: mask %.2f%% equal, probability mean|diff| %.2f LSB, max %d",
-                      std::same_as<T, u8> ? "qu8" : "qc8/qs8 (softmax qu8 between sign flips)", ops.operator_count(),
-                      100.0 * agreement, abs_diff / double(pixels), m.max_abs_diff);
-        twin->label = text;
-        if (hi - lo < 16 || agreement < 0.9)
-          twin->error = std::string("XNNPACK output implausible (constant, or far from mosaiq's): ") + text;
-        else
-          print_layer_comparison(p, *twin->twin);
-      } catch (const std::exception& e) {
-        twin->error = e.what();
-      }
-    }
-    if (!twin->error.empty()) {
-      state.SkipWithError(twin->error.c_str());
-      return;
-    }
-    const xnnpack::op_network<T>& ops = *twin->twin->ops;
-    time_frames(
-        state, [&ops] { ops.run(); }, net::macs,
-        [&p, &ops](benchmark::State& s, double ms) {
-          s.counters["activation_bytes"] = double(ops.activation_bytes());
-          if (p.mosaiq_ms > 0) s.counters["xnnpack/mosaiq"] = ms / p.mosaiq_ms;
-        },
-        nullptr);
-    state.SetLabel(twin->label);
-  })->Unit(benchmark::kMillisecond);
-#endif
+  auto twin = std::make_shared<twin_state<typename problem::net>>();
+  for (const int threads : thread_counts) register_portrait_rows<T>(get, std::make_shared<thread_pools>(threads), twin);
 }
 
 #if MOSAIQ_BENCH_FACE
@@ -212,7 +279,7 @@ struct face_problem {
   std::vector<T> input;
   std::array<face::detection, 100> faces{};
   std::size_t face_count = 0;
-  double mosaiq_ms = 0;
+  std::array<double, mosaiq_examples::max_threads + 1> mosaiq_ms{};  ///< per frame by threads, once that row ran
 
   face_problem() {
     const char* models = std::getenv("MOSAIQ_FACE_MODEL_DIR");
@@ -226,104 +293,116 @@ struct face_problem {
     face_count = detector->postprocess({}, faces);
   }
   tensor_view<const T> input_view() const { return tensor_view<const T>(input.data(), net::input_shape); }
-  void run() { detector->detect(input_view(), {}, std::span<face::detection>(faces.data(), 0)); }
+  void run() {
+    serial_executor serial;
+    run(serial);
+  }
+  template <parallel_executor E>
+  void run(E& exec) {
+    detector->detect(input_view(), {}, std::span<face::detection>(faces.data(), 0), exec);
+  }
   static std::string case_name() { return std::string("face_512_") + std::string(element_name<T>()); }
 };
 
 template <quantized_element T>
-void register_face() {
+struct face_shared {
+  std::optional<face_problem<T>> p;
+  std::string error;
+  face_problem<T>* get() {
+    if (!p && error.empty()) {
+      try {
+        p.emplace();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    return p ? &*p : nullptr;
+  }
+};
+
+template <quantized_element T>
+void register_face_rows(std::shared_ptr<face_shared<T>> shared, std::shared_ptr<thread_pools> pools,
+                        [[maybe_unused]] std::shared_ptr<twin_state<typename face_problem<T>::net>> twin) {
   using problem = face_problem<T>;
   using net = typename problem::net;
-  struct shared_state {
-    std::optional<problem> p;
-    std::string error;
-  };
-  auto shared = std::make_shared<shared_state>();
-  auto get = [shared]() -> problem* {
-    if (!shared->p && shared->error.empty()) {
-      try {
-        shared->p.emplace();
-      } catch (const std::exception& e) {
-        shared->error = e.what();
-      }
-    }
-    return shared->p ? &*shared->p : nullptr;
-  };
-  register_row("network", "mosaiq", problem::case_name(), [get, shared](benchmark::State& state) {
-    problem* p = get();
-    if (p == nullptr) return state.SkipWithError(shared->error.c_str());
-    time_frames(
-        state, [p] { p->run(); }, net::macs,
-        [](benchmark::State& s, double) {
-          s.counters["arena_bytes"] = double(net::arena_bytes);
-          s.counters["peak_live_bytes"] = double(net::peak_live_bytes);
-          s.counters["plan_efficiency"] = net::plan_efficiency;
-          s.counters["weight_bytes"] = double(net::weight_bytes);
-        },
-        &p->mosaiq_ms);
-    state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; " + std::to_string(p->face_count) +
-                   " faces on sample1.jpg");
-  })->Unit(benchmark::kMillisecond);
-  register_row("network", "mosaiq", problem::case_name() + "_postprocess", [get, shared](benchmark::State& state) {
-    problem* p = get();
-    if (p == nullptr) return state.SkipWithError(shared->error.c_str());
-    for (auto _ : state) benchmark::DoNotOptimize(p->detector->postprocess({}, p->faces));
-    state.counters["postprocess_scratch_bytes"] = double(sizeof(face::postprocess_scratch));
-  })->Unit(benchmark::kMicrosecond);
+  const int threads = pools->threads;
+  const std::string case_name = problem::case_name() + threads_suffix(threads);
+  with_clock(threads, register_row("network", "mosaiq", case_name, [shared, pools, threads](benchmark::State& state) {
+               problem* p = shared->get();
+               if (p == nullptr) return state.SkipWithError(shared->error.c_str());
+               time_frames(
+                   state, threads, [p, &pools] { p->run(pools->mosaiq_pool()); }, net::macs, memory_counters<net>,
+                   &p->mosaiq_ms[std::size_t(threads)]);
+               state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; " + std::to_string(p->face_count) +
+                              " faces on sample1.jpg, " + std::to_string(threads) + " thread(s)");
+             }));
+  if (threads == 1)
+    register_row("network", "mosaiq", problem::case_name() + "_postprocess", [shared](benchmark::State& state) {
+      problem* p = shared->get();
+      if (p == nullptr) return state.SkipWithError(shared->error.c_str());
+      for (auto _ : state) benchmark::DoNotOptimize(p->detector->postprocess({}, p->faces));
+      state.counters["postprocess_scratch_bytes"] = double(sizeof(face::postprocess_scratch));
+    })->Unit(benchmark::kMicrosecond);
 #if MOSAIQ_BENCH_XNNPACK
-  struct twin_state {
-    std::optional<xnnpack::network_twin<net>> twin;
-    std::string error, label;
-  };
-  auto twin = std::make_shared<twin_state>();
-  register_row("network", "xnnpack", problem::case_name(), [get, shared, twin](benchmark::State& state) {
-    problem* p = get();
-    if (p == nullptr) return state.SkipWithError(shared->error.c_str());
-    if (!twin->twin && twin->error.empty()) {
-      try {
-        twin->twin.emplace(xnnpack::from_network<net>(p->model->weights));
-        auto& ops = *twin->twin->ops;
-        std::copy_n(p->input.data(), p->input.size(), ops.values(twin->twin->input()).data());
-        ops.run();
-        // Same function? The class logits of the last head and the first head's, against mosaiq's.
-        p->run();
-        const auto compare = [&](std::size_t tensor, std::span<const T> want) {
-          return compare_outputs<T>(ops.values(twin->twin->tensors[tensor]), want);
-        };
-        const auto cls0 = net::template output_view<"cls0">(p->detector->arena());
-        const output_match m0 = compare(net::template tensor_named<"cls0">,
-                                        std::span<const T>(cls0.data(), net::template tensor_shape<"cls0">.elements()));
-        char text[160];
-        std::snprintf(text, sizeof text, "%s, %zu operators; vs mosaiq: first class head max|diff| %d LSB",
-                      std::same_as<T, u8> ? "qu8" : "qc8/qs8", ops.operator_count(), m0.max_abs_diff);
-        twin->label = text;
-        if (m0.max_abs_diff > 64) twin->error = std::string("XNNPACK output far from mosaiq's: ") + text;
-      } catch (const std::exception& e) {
-        twin->error = e.what();
-      }
-    }
-    if (!twin->error.empty()) return state.SkipWithError(twin->error.c_str());
-    const xnnpack::op_network<T>& ops = *twin->twin->ops;
-    time_frames(
-        state, [&ops] { ops.run(); }, net::macs,
-        [p, &ops](benchmark::State& s, double ms) {
-          s.counters["activation_bytes"] = double(ops.activation_bytes());
-          if (p->mosaiq_ms > 0) s.counters["xnnpack/mosaiq"] = ms / p->mosaiq_ms;
-        },
-        nullptr);
-    state.SetLabel(twin->label);
-  })->Unit(benchmark::kMillisecond);
+  with_clock(threads,
+             register_row("network", "xnnpack", case_name, [shared, twin, pools, threads](benchmark::State& state) {
+               problem* p = shared->get();
+               if (p == nullptr) return state.SkipWithError(shared->error.c_str());
+               if (!twin->twin && twin->error.empty()) {
+                 try {
+                   twin->twin.emplace(xnnpack::from_network<net>(p->model->weights));
+                   auto& ops = *twin->twin->ops;
+                   std::copy_n(p->input.data(), p->input.size(), ops.values(twin->twin->input()).data());
+                   ops.run();
+                   // Same function? The class logits of the last head and the first head's, against mosaiq's.
+                   p->run();
+                   const auto compare = [&](std::size_t tensor, std::span<const T> want) {
+                     return compare_outputs<T>(ops.values(twin->twin->tensors[tensor]), want);
+                   };
+                   const auto cls0 = net::template output_view<"cls0">(p->detector->arena());
+                   const output_match m0 =
+                       compare(net::template tensor_named<"cls0">,
+                               std::span<const T>(cls0.data(), net::template tensor_shape<"cls0">.elements()));
+                   char text[160];
+                   std::snprintf(text, sizeof text, "%s, %zu operators; vs mosaiq: first class head max|diff| %d LSB",
+                                 std::same_as<T, u8> ? "qu8" : "qc8/qs8", ops.operator_count(), m0.max_abs_diff);
+                   twin->label = text;
+                   if (m0.max_abs_diff > 64) twin->error = std::string("XNNPACK output far from mosaiq's: ") + text;
+                 } catch (const std::exception& e) {
+                   twin->error = e.what();
+                 }
+               }
+               if (!twin->error.empty()) return state.SkipWithError(twin->error.c_str());
+               const xnnpack::op_network<T>& ops = *twin->twin->ops;
+               const pthreadpool_t pool = pools->xnnpack_pool();
+               time_frames(
+                   state, threads, [&ops, pool] { ops.run(pool); }, net::macs,
+                   [p, &ops, threads](benchmark::State& s, double ms) {
+                     s.counters["activation_bytes"] = double(ops.activation_bytes());
+                     const double mine = p->mosaiq_ms[std::size_t(threads)];
+                     if (mine > 0) s.counters["xnnpack/mosaiq"] = ms / mine;
+                   },
+                   nullptr);
+               state.SetLabel(twin->label);
+             }));
 #endif
+}
+
+template <quantized_element T>
+void register_face(const std::vector<int>& thread_counts) {
+  auto shared = std::make_shared<face_shared<T>>();
+  auto twin = std::make_shared<twin_state<typename face_problem<T>::net>>();
+  for (const int threads : thread_counts) register_face_rows<T>(shared, std::make_shared<thread_pools>(threads), twin);
 }
 
 #endif
 
-void register_all() {
-  register_portrait<u8>();
-  register_portrait<i8>();
+void register_all(const std::vector<int>& thread_counts) {
+  register_portrait<u8>(thread_counts);
+  register_portrait<i8>(thread_counts);
 #if MOSAIQ_BENCH_FACE
-  register_face<u8>();
-  register_face<i8>();
+  register_face<u8>(thread_counts);
+  register_face<i8>(thread_counts);
 #endif
 }
 
@@ -331,10 +410,18 @@ void register_all() {
 }  // namespace mosaiq::bench
 
 int main(int argc, char** argv) {
+  // --threads N: the one-thread rows and, for N > 1, the same rows on N threads (`_t<N>`).
+  const int threads = mosaiq_examples::take_threads_flag(argc, argv);
+  if (threads == 0) {
+    std::fprintf(stderr, "bench_network: --threads takes 1..%d\n", mosaiq_examples::max_threads);
+    return 2;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   mosaiq::bench::setup_baselines("mosaiq::network (examples/portrait_segmentation/portrait_net.hpp)");
-  mosaiq::bench::register_all();
+  std::vector<int> thread_counts{1};
+  if (threads > 1) thread_counts.push_back(threads);
+  mosaiq::bench::register_all(thread_counts);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

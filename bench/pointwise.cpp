@@ -6,6 +6,8 @@
 // `pointwise/mosaiq/...` rows run the vector path of the build (AMX turned off while loading);
 // `pointwise/mosaiq_amx/...` rows the AMX tile path of the same build where the CPU and the OS have
 // AMX (simd/amx.hpp), else they report why not.
+// `--threads N` adds `pointwise/mosaiq/<case>_t<N>` for the 1x1 cases: the vector path in row bands
+// on a mosaiq::thread_pool of N threads (wall-clock time).
 // `pointwise/peak/vpdpbusd` is the AVX512-VNNI ceiling of this core: back-to-back independent
 // vpdpbusd zmm, 64 MACs each; divide a row's GMAC/s by it for the share of peak. Builds with
 // AVX-VNNI (-mavxvnni, or -march=native on such CPUs) add `pointwise/peak/vpdpbusd_ymm`, the
@@ -19,6 +21,7 @@
 #include <string>
 #include <utility>
 
+#include "../examples/common/threads.hpp"
 #include "baselines.hpp"
 #include "common.hpp"
 #include "mosaiq/ops/conv.hpp"
@@ -198,22 +201,32 @@ void register_case(const conv_shape& shape, std::uint32_t seed) {
 }
 
 template <pointwise_case Case, quantized_element T>
-void register_mosaiq_case(std::uint32_t seed) {
+void register_mosaiq_case(std::uint32_t seed, int threads) {
   const conv_shape shape = conv_shape::dense(Case.height, Case.width, Case.input_channels, Case.output_channels);
   auto problem = std::make_shared<conv_problem<T>>(shape, seed);
   // mosaiq implements the reference's rounding, so it must match bit for bit.
   register_conv_row<T>("pointwise", "mosaiq", problem, make_mosaiq<Case.output_channels, T>, 0);
+  if (threads > 1) {
+    const auto make = [threads](const conv_problem<T>& p) {
+      using op_type = pointwise<pointwise_config{.out_channels = Case.output_channels}, T>;
+      const amx_choice choice(false);
+      auto op = std::make_shared<const op_type>(p.filter.data(), p.bias.data(), p.shape.input_channels, p.requant);
+      return parallel_runner<op_type, T>(op, p, threads, "mosaiq::pointwise " + path_label(false, op_type::tile()));
+    };
+    register_conv_row<T>("pointwise", "mosaiq", problem, make, 0, threads);
+  }
   register_amx_row<T>(problem, make_mosaiq<Case.output_channels, T, true>);
   register_baseline_rows<T>("pointwise", problem);
 }
 
 template <std::size_t... I>
-void register_mosaiq_cases(std::uint32_t& seed, std::index_sequence<I...>) {
-  ((register_mosaiq_case<mosaiq_cases[I], u8>(seed), ++seed, register_mosaiq_case<mosaiq_cases[I], i8>(seed), ++seed),
+void register_mosaiq_cases(std::uint32_t& seed, int threads, std::index_sequence<I...>) {
+  ((register_mosaiq_case<mosaiq_cases[I], u8>(seed, threads), ++seed,
+    register_mosaiq_case<mosaiq_cases[I], i8>(seed, threads), ++seed),
    ...);
 }
 
-void register_all() {
+void register_all(int threads) {
 #if defined(__AVX512VNNI__)
   register_row("pointwise", "peak", "vpdpbusd", peak_vpdpbusd);
 #else
@@ -224,7 +237,7 @@ void register_all() {
 #endif
   // Seeds follow registration order, so every run (and every filter) sees the same data per case.
   std::uint32_t seed = 100;
-  register_mosaiq_cases(seed, std::make_index_sequence<mosaiq_cases.size()>{});
+  register_mosaiq_cases(seed, threads, std::make_index_sequence<mosaiq_cases.size()>{});
   for (const conv_shape& shape : pointwise_cases) {
     if (shape.kernel == hw{1, 1}) continue;  // registered with its mosaiq row above
     register_case<u8>(shape, seed++);
@@ -236,13 +249,15 @@ void register_all() {
 }  // namespace mosaiq::bench
 
 int main(int argc, char** argv) {
+  const int threads = mosaiq_examples::take_threads_flag(argc, argv);
+  if (threads == 0) return 2;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   const std::string context = "mosaiq::pointwise (1x1 cases), mosaiq::conv2d (3x3 stem); mosaiq: the " +
                               std::string(mosaiq::simd::to_string(mosaiq::simd::native_isa)) +
                               " vector path (AMX off while loading), mosaiq_amx: AMX path";
   mosaiq::bench::setup_baselines(context.c_str());
-  mosaiq::bench::register_all();
+  mosaiq::bench::register_all(threads);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -35,6 +35,10 @@ def load_runs(paths):
         contexts.append((path, data.get("context", {})))
         for bench in data.get("benchmarks", []):
             parts = bench.get("run_name", bench["name"]).split("/")
+            # N-thread rows (`<case>_t<N>`) time wall-clock: Google Benchmark appends /real_time.
+            if parts[-1] == "real_time":
+                parts = parts[:-1]
+                bench["wall_clock"] = True
             if len(parts) < 3:
                 continue
             key = (parts[0], parts[1], "/".join(parts[2:]))
@@ -47,7 +51,8 @@ def load_runs(paths):
 
 
 def microseconds(run):
-    return run["cpu_time"] * TO_MICROSECONDS[run.get("time_unit", "ns")]
+    clock = "real_time" if run.get("wall_clock") else "cpu_time"
+    return run[clock] * TO_MICROSECONDS[run.get("time_unit", "ns")]
 
 
 def fmt_time(run):
@@ -142,7 +147,8 @@ def op_table(op, runs):
     for (o, impl, case), run in errors:
         out.append(f"- error `{o}/{impl}/{case}`: {run.get('error_message', '')}")
     busy = [key for key, run in rows.items()
-            if not run.get("error_occurred") and run["real_time"] > BUSY_FACTOR * run["cpu_time"]]
+            if not run.get("error_occurred") and not run.get("wall_clock")
+            and run["real_time"] > BUSY_FACTOR * run["cpu_time"]]
     if busy:
         out.append(f"- warning: {len(busy)} row(s) ran on a busy machine (wall clock > {BUSY_FACTOR}x CPU time); "
                    "CPU times are shown, but caches and clocks were shared")
@@ -155,8 +161,8 @@ def main(argv):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     runs, contexts = load_runs(argv[1:])
-    lines = ["Times are CPU time per run of one thread; ratio = baseline time / mosaiq time "
-             "(above 1: mosaiq is faster).", ""]
+    lines = ["Times are CPU time per run of one thread (`_t<N>` rows: wall-clock time on N threads); "
+             "ratio = baseline time / mosaiq time (above 1: mosaiq is faster).", ""]
     for path, context in contexts:
         notes = [f"{k}: {context[k]}" for k in ("mosaiq_row", "xnnpack", "onednn") if k in context]
         lines.append(f"- `{path}`: " + "; ".join(notes))

@@ -1,6 +1,6 @@
 // XNNPACK op by op: the baseline of the whole-network benchmarks. A small builder creates one
 // XNNPACK operator per layer (operator API of the Debian snapshot 0.0~git20220216: create, then setup
-// with the buffers; run on the calling thread, threadpool nullptr) over NHWC buffers it owns, and
+// with the buffers; run on the calling thread, or on a pthreadpool) over NHWC buffers it owns, and
 // run() runs them all in order — what an application that glues XNNPACK operators together by hand
 // does, without a runtime graph or a memory plan (every tensor has its own buffer).
 //
@@ -292,8 +292,9 @@ class op_network {
   }
 
   /// Runs every operator in the order they were added.
-  void run() const {
-    for (const step& s : steps_) run_step(s);
+  /// Every operator in order; with `threads` (pthreadpool) each operator splits its work over it.
+  void run(pthreadpool_t threads = nullptr) const {
+    for (const step& s : steps_) run_step(s, threads);
   }
 
   /// Operators added from now on carry `tag` (from_network: the mosaiq layer index), for profile().
@@ -341,10 +342,10 @@ class op_network {
     int tag = -1;
   };
 
-  static void run_step(const step& s) {
+  static void run_step(const step& s, pthreadpool_t threads = nullptr) {
     if (s.op != nullptr) {
       // Each operator was set up when it was added; a failure here is a bug.
-      if (xnn_run_operator(s.op, nullptr) != xnn_status_success) throw std::runtime_error("xnn_run_operator failed");
+      if (xnn_run_operator(s.op, threads) != xnn_status_success) throw std::runtime_error("xnn_run_operator failed");
     } else {
       s.fn();
     }

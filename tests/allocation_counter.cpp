@@ -1,11 +1,37 @@
 // The one replacement of the global allocation functions in a test binary: counts, then forwards
-// to malloc/aligned_alloc.
+// to malloc/aligned_alloc. Under ThreadSanitizer, whose runtime defines the allocation functions
+// itself, a sanitizer malloc hook counts instead (it sees every allocation operator new makes).
 #include "allocation_counter.hpp"
 
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+
+#if defined(__SANITIZE_THREAD__)
+#define MOSAIQ_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MOSAIQ_TEST_TSAN 1
+#endif
+#endif
+
+#if defined(MOSAIQ_TEST_TSAN)
+#include <sanitizer/allocator_interface.h>
+
+namespace {
+std::atomic<long> allocation_count{0};
+void count_malloc(const volatile void*, std::size_t) { allocation_count.fetch_add(1, std::memory_order_relaxed); }
+void ignore_free(const volatile void*) {}
+const int hooks_installed = __sanitizer_install_malloc_and_free_hooks(count_malloc, ignore_free);
+}  // namespace
+
+long mosaiq::test::heap_allocations() noexcept {
+  static_cast<void>(hooks_installed);
+  return allocation_count.load(std::memory_order_relaxed);
+}
+
+#else
 
 namespace {
 std::atomic<long> allocation_count{0};
@@ -37,3 +63,5 @@ void operator delete(void* p, std::align_val_t) noexcept { release(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { release(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { release(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { release(p); }
+
+#endif

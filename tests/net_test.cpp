@@ -16,8 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "allocation_counter.hpp"
 #include "mosaiq/reference.hpp"
+
+#include "allocation_counter.hpp"
+#include "support.hpp"
 
 namespace {
 
@@ -260,16 +262,7 @@ aspp_net::weights make_aspp_weights(std::uint32_t seed) {
   return w;
 }
 
-struct aligned_arena {
-  std::vector<std::byte> storage;
-  std::span<std::byte> bytes;
-  explicit aligned_arena(std::size_t size) : storage(size + arena_alignment) {
-    void* p = storage.data();
-    std::size_t space = storage.size();
-    std::align(arena_alignment, size, p, space);
-    bytes = std::span<std::byte>(static_cast<std::byte*>(p), size);
-  }
-};
+using test::aligned_arena;
 
 // The network is the reference ops chained by hand.
 std::vector<u8> small_net_by_hand(const small_net::weights& w, const std::vector<u8>& input) {

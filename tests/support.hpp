@@ -3,10 +3,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "mosaiq/core.hpp"
+#include "mosaiq/net/plan.hpp"
 
 namespace mosaiq::test {
 
@@ -111,5 +114,17 @@ std::vector<float> dequantized(const std::vector<T>& values, quant_params quant)
   for (std::size_t i = 0; i < values.size(); ++i) real[i] = dequantize_value(values[i], quant);
   return real;
 }
+
+/// `size` bytes at an arena_alignment boundary inside a vector (a network's arena).
+struct aligned_arena {
+  std::vector<std::byte> storage;
+  std::span<std::byte> bytes;
+  explicit aligned_arena(std::size_t size) : storage(size + arena_alignment) {
+    void* p = storage.data();
+    std::size_t space = storage.size();
+    std::align(arena_alignment, size, p, space);
+    bytes = std::span<std::byte>(static_cast<std::byte*>(p), size);
+  }
+};
 
 }  // namespace mosaiq::test

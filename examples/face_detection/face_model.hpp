@@ -29,6 +29,8 @@
 #include "mosaiq/ops/nms.hpp"
 #include "mosaiq/ops/priors.hpp"
 
+#include "../common/threads.hpp"
+
 namespace face {
 
 using namespace mosaiq;
@@ -46,8 +48,13 @@ using pw_relu6 = L::pointwise<L::pointwise_config{.out_channels = Channels, .act
 template <int Channels>
 using predictor = L::pointwise<L::pointwise_config{.out_channels = Channels}>;
 
+/// The input, planned for runs on up to mosaiq_examples::max_threads threads.
 template <quantized_element T>
-using ssd_mobilenet_v1 = network<input<T, input_size, input_size, 3>,
+using threaded_input =
+    typename input<T, input_size, input_size, 3>::template with_max_threads<mosaiq_examples::max_threads>;
+
+template <quantized_element T>
+using ssd_mobilenet_v1 = network<threaded_input<T>,
     conv3x3<32, 2>,                                  // 256x256x32
     dw3x3<1>, pw_relu6<64>,                          // 1
     dw3x3<2>, pw_relu6<128>,                         // 2: 128x128
@@ -293,7 +300,13 @@ class detector {
 
   /// Runs the network on a 512x512x3 image (already in the input quantization) and post-processes.
   std::size_t detect(tensor_view<const T> image, const detect_options& options, std::span<detection> out) {
-    net::run(prepared_, image, tensor_view<T>(last_head_.data(), net::output_shape), arena_);
+    serial_executor serial;
+    return detect(image, options, out, serial);
+  }
+  /// The same with the network on the executor's threads (post-processing on the caller).
+  template <parallel_executor E>
+  std::size_t detect(tensor_view<const T> image, const detect_options& options, std::span<detection> out, E& exec) {
+    net::run(prepared_, image, tensor_view<T>(last_head_.data(), net::output_shape), arena_, exec);
     return postprocess(options, out);
   }
 

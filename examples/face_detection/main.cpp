@@ -14,7 +14,7 @@
 #include "mosaiq/net/profile.hpp"
 
 template <mosaiq::quantized_element T>
-int run(const std::string& model_path, const std::string& photo, const std::string& annotated) {
+int run(const std::string& model_path, const std::string& photo, const std::string& annotated, int threads) {
   using net = face::ssd_mobilenet_v1<T>;
   auto model = std::make_unique<face::model<T>>();
   face::load_model(model_path, *model);
@@ -26,10 +26,11 @@ int run(const std::string& model_path, const std::string& photo, const std::stri
 
   std::array<face::detection, 100> faces{};
   const face::detect_options options{};
-  std::size_t count = detector->detect(view, options, faces);  // warm-up
+  mosaiq::thread_pool pool(threads);
+  std::size_t count = detector->detect(view, options, faces, pool);  // warm-up
   constexpr int frames = 10;
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < frames; ++i) count = detector->detect(view, options, faces);
+  for (int i = 0; i < frames; ++i) count = detector->detect(view, options, faces, pool);
   const double frame_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / frames;
 
@@ -41,11 +42,11 @@ int run(const std::string& model_path, const std::string& photo, const std::stri
                 double(b.right), double(b.top), double(b.bottom));
     face::draw_box(image, b);
   }
-  std::printf("\nframe (network + post-processing, %s, one thread): %.2f ms over %d runs\n\nper-layer profile:\n",
-              std::is_same_v<T, mosaiq::u8> ? "u8" : "i8", frame_ms, frames);
+  std::printf("\nframe (network + post-processing, %s, %d thread%s): %.2f ms over %d runs\n\nper-layer profile:\n",
+              std::is_same_v<T, mosaiq::u8> ? "u8" : "i8", threads, threads == 1 ? "" : "s", frame_ms, frames);
   std::vector<T> last(net::output_shape.elements());
   mosaiq::profile<net>(detector->prepared(), view, mosaiq::tensor_view<T>(last.data(), net::output_shape),
-                       detector->arena(), 5);
+                       detector->arena(), 5, stdout, pool);
   std::printf("arena %zu bytes (peak live %zu, plan efficiency %.3f), weights %zu bytes, post-processing scratch %zu "
               "bytes\n",
               net::arena_bytes, net::peak_live_bytes, net::plan_efficiency, std::size_t(net::weight_bytes),
@@ -58,14 +59,16 @@ int run(const std::string& model_path, const std::string& photo, const std::stri
 }
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: %s <face_u8.mosaiq|face_i8.mosaiq> <photo> [annotated.png]\n", argv[0]);
+  const int threads = mosaiq_examples::take_threads_flag(argc, argv);
+  if (argc < 3 || threads == 0) {
+    std::fprintf(stderr, "usage: %s [--threads 1..%d] <face_u8.mosaiq|face_i8.mosaiq> <photo> [annotated.png]\n",
+                 argv[0], mosaiq_examples::max_threads);
     return 2;
   }
   try {
     const std::string model = argv[1], photo = argv[2], annotated = argc > 3 ? argv[3] : "";
-    if (model.find("_i8") != std::string::npos) return run<mosaiq::i8>(model, photo, annotated);
-    return run<mosaiq::u8>(model, photo, annotated);
+    if (model.find("_i8") != std::string::npos) return run<mosaiq::i8>(model, photo, annotated, threads);
+    return run<mosaiq::u8>(model, photo, annotated, threads);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "face_detection: %s\n", e.what());
     return 1;

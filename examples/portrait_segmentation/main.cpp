@@ -136,7 +136,7 @@ struct saturation_meter {
 };
 
 template <class T>
-int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int runs) {
+int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int runs, int threads) {
   using net = portrait::network<T>;
   constexpr bool is_u8 = std::same_as<T, mq::u8>;
 
@@ -165,16 +165,20 @@ int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int ru
   std::printf("memory    arena %zu bytes, peak live %zu bytes, plan efficiency %.3f (compile-time plan)\n",
               net::arena_bytes, net::peak_live_bytes, net::plan_efficiency);
 
+  // The layers run on `threads` threads (the pool is created once, before the frames).
+  mq::thread_pool pool(threads);
+  std::printf("threads   %d (mosaiq::thread_pool; at most %d planned)\n", threads, net::max_threads);
+
   // One run, counting heap allocations and measuring how the activations fit their quantization.
   saturation_meter<net> meter{&prepared, out};
   const std::uint64_t before = allocations.load();
-  net::run_observed(prepared, in, out, arena, meter);
+  net::run_observed(prepared, in, out, arena, meter, pool);
   const std::uint64_t allocated = allocations.load() - before;
   std::printf("heap      %llu allocations during run()\n", static_cast<unsigned long long>(allocated));
   std::printf("range     at most %.2f%% of a layer's outputs at the end of the 8-bit range (layer %zu, %s)\n\n",
               100.0 * meter.worst, meter.worst_layer, mq::layer_kind<net>(meter.worst_layer).data());
 
-  mq::profile<net>(prepared, in, out, arena, runs);
+  mq::profile<net>(prepared, in, out, arena, runs, stdout, pool);
 
   // Person probability (class 1) as grayscale: softmax outputs are p * 256 (offset by -128 for int8).
   std::vector<std::uint8_t> mask(std::size_t(size) * size);
@@ -197,6 +201,7 @@ int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int ru
 }  // namespace
 
 int main(int argc, char** argv) {
+  const int threads = mosaiq_examples::take_threads_flag(argc, argv);
   bool int8 = false;
   int runs = 20;
   const char* image = nullptr;
@@ -208,8 +213,9 @@ int main(int argc, char** argv) {
       int8 = true;
     } else if (arg == "--runs" && i + 1 < argc) {
       runs = std::max(1, std::atoi(argv[++i]));
-    } else if (arg.starts_with("-") && arg != "-") {
-      std::fprintf(stderr, "usage: %s [--int8] [--runs N] [image] [mask.png]\n", argv[0]);
+    } else if (threads == 0 || (arg.starts_with("-") && arg != "-")) {
+      std::fprintf(stderr, "usage: %s [--int8] [--runs N] [--threads 1..%d] [image] [mask.png]\n", argv[0],
+                   mosaiq_examples::max_threads);
       return 2;
     } else {
       (positional++ == 0 ? image : mask_path) = arg == "-" ? nullptr : argv[i];
@@ -222,5 +228,5 @@ int main(int argc, char** argv) {
   else if (!load_image(image, rgb))
     return 1;
   std::printf("input     %s\n", image == nullptr ? "synthetic portrait (head and shoulders)" : image);
-  return int8 ? run_demo<mq::i8>(rgb, mask_path, runs) : run_demo<mq::u8>(rgb, mask_path, runs);
+  return int8 ? run_demo<mq::i8>(rgb, mask_path, runs, threads) : run_demo<mq::u8>(rgb, mask_path, runs, threads);
 }

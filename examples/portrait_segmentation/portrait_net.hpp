@@ -30,6 +30,7 @@
 #include <mosaiq/mosaiq.hpp>
 
 #include "../common/demo_weights.hpp"
+#include "../common/threads.hpp"
 
 namespace portrait {
 
@@ -52,9 +53,14 @@ inline constexpr L::pointwise_config classes{.out_channels = 2};
 inline constexpr L::resize_config up2{.scale = 2, .mode = mosaiq::resize_mode::half_pixel};
 inline constexpr L::resize_config broadcast16{.scale = 16, .mode = mosaiq::resize_mode::half_pixel};
 
+/// The input, planned for runs on up to mosaiq_examples::max_threads threads.
+template <mosaiq::quantized_element T>
+using threaded_input =
+    typename mosaiq::input<T, input_size, input_size, 3>::template with_max_threads<mosaiq_examples::max_threads>;
+
 template <mosaiq::quantized_element T>
 using network = mosaiq::network<
-    mosaiq::input<T, input_size, input_size, 3>,
+    threaded_input<T>,
     // Encoder: 1/2, 1/4, 1/8, 1/16.
     L::conv2d<stem>,                                         // 128x128x16
     L::depthwise<dw_s2>, L::pointwise<pw<32>>,               // 64x64x32

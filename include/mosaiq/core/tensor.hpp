@@ -128,6 +128,16 @@ class tensor_view {
     return v;
   }
 
+  /// Rows [first, first + count) of every image: the part of the tensor one row band reads or writes.
+  constexpr tensor_view<T> row_slice(int first, int count) const noexcept {
+    tensor_view<T> v(data_ + first * row_stride_, shape{count, width(), channels()}, batch_, pixel_stride_);
+    v.batch_stride_ = batch_stride_;
+    return v;
+  }
+
+  template <class, class>
+  friend class tensor_view;
+
  private:
   T* data_ = nullptr;
   Extents extents_{shape{}};

@@ -13,7 +13,10 @@
 //   run(state, inputs, out, scratch)  computes the layer (must not allocate);
 //   in_place                   whether `out` may be the same memory as an input that dies there;
 //   scratch_bytes(in, out)     workspace the memory plan reserves for this layer alone
-//                              (constexpr: the plan is computed at compile time).
+//                              (constexpr: the plan is computed at compile time);
+//   run_rows(state, inputs, out, scratch, band)  (optional) output rows `band` only, with
+//                              `scratch` of scratch_bytes: one task of a parallel run. Layers
+//                              without it run whole on one thread.
 #pragma once
 
 #include <array>
@@ -21,6 +24,7 @@
 #include <cstdint>
 #include <span>
 
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -90,7 +94,45 @@ struct conv_kernel_executor {
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte> scratch) {
     s.kernel(in[0], out, scratch);
   }
+  static void run_rows(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte> scratch,
+                       row_band band) {
+    s.kernel.run_rows(in[0], out, scratch, band);
+  }
 };
+
+/// Layers where output pixel (y, x) reads input pixel (y, x) of every input only: a band is the same
+/// op on the band's rows of every view. An input of height 1 is broadcast along H (add, mul): every
+/// band reads its one row.
+template <class T, std::size_t N>
+input_views<T, N> rows_of(const input_views<T, N>& in, row_band band) noexcept {
+  input_views<T, N> rows{};
+  for (std::size_t i = 0; i < N; ++i)
+    rows[i] = in[i].height() == 1 ? in[i] : in[i].row_slice(band.first, band.rows());
+  return rows;
+}
+
+/// A band of a pooling window op as a pooling of its own: the input rows its windows touch, and
+/// explicit pads (the rows of the windows above and below the image) in place of the config's.
+struct pool_band {
+  row_band input;
+  pool_params params;
+};
+inline pool_band pool_band_for(shape in, const pool_params& p, row_band band) noexcept {
+  const window_geometry g = resolve_window(in.height, in.width, p.kernel, p.stride, hw{1, 1}, p.pad);
+  const int top = band.first * p.stride.h - g.y.pad_before;                       // first window's first row
+  const int bottom = (band.last - 1) * p.stride.h - g.y.pad_before + p.kernel.h;  // last window's end
+  const int first = std::max(0, top), last = std::min(in.height, bottom);
+  pool_params params = p;
+  params.pad = padding::explicit_pads(first - top, bottom - last, g.x.pad_before, g.x.pad_after);
+  return {{first, last}, params};
+}
+
+template <class Pool, class T>
+void run_pool_rows(Pool pool, const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& p,
+                   quant_params q, row_band band) {
+  const pool_band b = pool_band_for(in.dims(), p, band);
+  pool(in.row_slice(b.input.first, b.input.rows()), out.row_slice(band.first, band.rows()), b.params, q);
+}
 
 }  // namespace detail
 
@@ -140,15 +182,25 @@ struct executor<layers::pointwise<C>, T, R, In, Out>
 /// Pooling keeps the input quantization (the fused activation clamps in it).
 template <layers::pool_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::average_pool<C>, T, R, In, Out> : detail::same_quantization_executor {
+  static constexpr pool_params params{.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act};
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
-    mosaiq::average_pool<T>(in[0], out, {.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act}, s.output);
+    mosaiq::average_pool<T>(in[0], out, params, s.output);
+  }
+  static void run_rows(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>,
+                       row_band band) {
+    detail::run_pool_rows(mosaiq::average_pool<T>, in[0], out, params, s.output, band);
   }
 };
 
 template <layers::pool_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::max_pool<C>, T, R, In, Out> : detail::same_quantization_executor {
+  static constexpr pool_params params{.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act};
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
-    mosaiq::max_pool<T>(in[0], out, {.kernel = C.kernel, .stride = C.stride, .pad = C.pad, .act = C.act}, s.output);
+    mosaiq::max_pool<T>(in[0], out, params, s.output);
+  }
+  static void run_rows(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>,
+                       row_band band) {
+    detail::run_pool_rows(mosaiq::max_pool<T>, in[0], out, params, s.output, band);
   }
 };
 
@@ -176,6 +228,10 @@ struct executor<layers::resize_bilinear<C>, T, R, In, Out> : detail::same_quanti
   static void run(const state&, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
     kernel::run(in[0], out);
   }
+  static void run_rows(const state&, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>,
+                       row_band band) requires kernel::specialized {
+    kernel::run_rows(in[0], out, band);
+  }
 };
 
 template <layers::resize_config C, quantized_element T, rounding R, shape In, shape Out>
@@ -183,6 +239,13 @@ struct executor<layers::resize_nearest<C>, T, R, In, Out> : detail::same_quantiz
   using kernel = mosaiq::resize_nearest<mosaiq::resize_config{.scale = C.scale, .mode = C.mode}, T>;
   static void run(const state&, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
     kernel::run(in[0], out);
+  }
+  // Integer factor S: input row y makes output rows S*y .. S*y + S - 1 alone, so bands go over input rows.
+  static constexpr bool replicates_rows = kernel::specialized && Out.height == C.scale * In.height;
+  static constexpr int split_rows = In.height;
+  static void run_rows(const state&, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>,
+                       row_band band) requires replicates_rows {
+    kernel::run(in[0].row_slice(band.first, band.rows()), out.row_slice(C.scale * band.first, C.scale * band.rows()));
   }
 };
 
@@ -203,6 +266,11 @@ struct executor<layers::softmax<C>, T, R, In, Out> {
   }
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
     s.kernel(in[0], out);
+  }
+  // Pixels are independent.
+  static void run_rows(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>,
+                       row_band band) {
+    s.kernel(detail::rows_of(in, band)[0], out.row_slice(band.first, band.rows()));
   }
 };
 
@@ -234,6 +302,11 @@ struct binary_executor {
   using state = kernel_state<Op>;
   static void run(const state& s, const input_views<T, 2>& in, tensor_view<T> out, std::span<std::byte>) {
     s.kernel(in[0], in[1], out);
+  }
+  static void run_rows(const state& s, const input_views<T, 2>& in, tensor_view<T> out, std::span<std::byte>,
+                       row_band band) {
+    const input_views<T, 2> rows = detail::rows_of(in, band);
+    s.kernel(rows[0], rows[1], out.row_slice(band.first, band.rows()));
   }
 };
 
@@ -270,6 +343,10 @@ struct executor<layers::concat<Tapped...>, T, R, In, Out> : detail::plain_execut
     std::array<reference::concat_input<T>, arity> parts{};
     for (std::size_t i = 0; i < arity; ++i) parts[i] = {in[i], s.inputs[i]};
     mosaiq::concat<T>(std::span<const reference::concat_input<T>>(parts), out, s.output);
+  }
+  static void run_rows(const state& s, const input_views<T, arity>& in, tensor_view<T> out, std::span<std::byte> none,
+                       row_band band) {
+    run(s, detail::rows_of(in, band), out.row_slice(band.first, band.rows()), none);
   }
 };
 

@@ -31,13 +31,20 @@ struct fixed_string {
   constexpr std::string_view view() const noexcept { return {chars, N - 1}; }
 };
 
-/// The network input: element type, shape and the rounding every layer requantizes with.
-template <quantized_element T, int Height, int Width, int Channels, rounding Round = rounding::tflite_reference>
+/// The network input: element type, shape, the rounding every layer requantizes with, and the most
+/// threads a run may use (the arena holds that many workspace slices per layer that needs one).
+template <quantized_element T, int Height, int Width, int Channels, rounding Round = rounding::tflite_reference,
+          int MaxThreads = 1>
 struct input {
   static_assert(Height > 0 && Width > 0 && Channels > 0, "mosaiq::input: every extent must be positive");
+  static_assert(MaxThreads >= 1, "mosaiq::input: MaxThreads must be at least 1");
   using element_type = T;
   static constexpr shape dims{Height, Width, Channels};
   static constexpr rounding round = Round;
+  static constexpr int max_threads = MaxThreads;
+  /// The same input for runs on up to N threads: `mosaiq::input<u8, 64, 64, 3>::with_max_threads<4>`.
+  template <int N>
+  using with_max_threads = input<T, Height, Width, Channels, Round, N>;
 };
 
 /// What a layer is in the layer list: an op makes a new tensor; a tap names the current tensor;

@@ -19,6 +19,7 @@
 // the plan (net/plan.hpp) gives it, and shares memory with tensors it is never alive with.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +31,7 @@
 #include <utility>
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -183,21 +185,40 @@ constexpr auto analyze() {
 /// The layer kinds a network takes as weights but that carry none: tap and from.
 struct no_state {};
 
-template <class Layer, quantized_element T, rounding R, shape In, shape Out>
+template <class Layer, quantized_element T, rounding R, shape In, shape Out, int MaxThreads>
 struct layer_types {
   using weights = layers::no_weights;
   using state = no_state;
   static constexpr bool in_place = false;
+  static constexpr bool splits = false;
+  static constexpr int split_rows = 0;
   static constexpr std::size_t scratch_bytes = 0;
 };
 
-template <op_layer Layer, quantized_element T, rounding R, shape In, shape Out>
-struct layer_types<Layer, T, R, In, Out> {
+template <op_layer Layer, quantized_element T, rounding R, shape In, shape Out, int MaxThreads>
+struct layer_types<Layer, T, R, In, Out, MaxThreads> {
   using exec = executor<Layer, T, R, In, Out>;
   using weights = typename Layer::template weights<T, In, Out>;
   using state = typename exec::state;
   static constexpr bool in_place = exec::in_place;
-  static constexpr std::size_t scratch_bytes = exec::scratch_bytes(In, Out);
+  /// Whether the layer runs in row bands (one per thread); rows to split (output rows unless the
+  /// executor says otherwise).
+  static constexpr bool splits = requires(const state& s, const input_views<T, Layer::inputs.size()>& in,
+                                          tensor_view<T> out, std::span<std::byte> scratch, row_band band) {
+    exec::run_rows(s, in, out, scratch, band);
+  };
+  static constexpr int split_rows = [] {
+    if constexpr (requires { exec::split_rows; })
+      return exec::split_rows;
+    else
+      return Out.height;
+  }();
+  /// One band's workspace, and the layer's: a slice per thread (the last one unaligned, so that a
+  /// single-thread network plans exactly what it did before threads).
+  static constexpr std::size_t slice_bytes = exec::scratch_bytes(In, Out);
+  static constexpr std::size_t slice_stride = align_up(slice_bytes);
+  static constexpr int slices = splits && slice_bytes != 0 ? std::max(1, std::min(MaxThreads, split_rows)) : 1;
+  static constexpr std::size_t scratch_bytes = slice_stride * std::size_t(slices - 1) + slice_bytes;
 };
 
 // Blob fields: arrays of arithmetic values, arithmetic scalars and quant_params, written natively.
@@ -271,6 +292,8 @@ class network {
  public:
   using element_type = typename Input::element_type;
   static constexpr rounding round = Input::round;
+  /// Most threads a run uses (Input::with_max_threads<N>); more in the executor are left idle.
+  static constexpr int max_threads = Input::max_threads;
   static constexpr std::size_t layer_count = sizeof...(Layers);
   static_assert(layer_count >= 1, "mosaiq::network: give at least one layer");
 
@@ -318,7 +341,7 @@ class network {
   static constexpr std::size_t output_tensor = tensor_count - 1;
 
   template <std::size_t I>
-  using types = detail::layer_types<layer<I>, T, round, layer_input_shape<I>, topology.layers[I].dims>;
+  using types = detail::layer_types<layer<I>, T, round, layer_input_shape<I>, topology.layers[I].dims, max_threads>;
 
   template <std::size_t... I>
   static constexpr std::array<layer_cost, layer_count> costs(std::index_sequence<I...>) {
@@ -342,6 +365,23 @@ class network {
     for (const layer_cost& c : layer_costs) total += c.macs;
     return total;
   }();
+  /// A band with less work than this (multiply-accumulates plus output elements) costs more to hand to
+  /// another thread than it saves: small layers use fewer bands.
+  static constexpr std::uint64_t min_band_work = 8192;
+
+  /// Row bands (tasks) layer I runs in on `threads` threads (at most max_threads count): a pure
+  /// function of the shapes and the thread count; 1 for layers that run whole on one thread.
+  template <std::size_t I>
+  static constexpr int layer_bands(int threads) noexcept {
+    if constexpr (!types<I>::splits) {
+      return 1;
+    } else {
+      const std::uint64_t work = layer_macs[I] + topology.layers[I].dims.elements();
+      const int useful = static_cast<int>(std::clamp<std::uint64_t>(work / min_band_work, 1, 1024));
+      return row_bands::split(types<I>::split_rows, std::min({threads, max_threads, useful})).count;
+    }
+  }
+
   /// Filter and bias values of every layer.
   static constexpr std::uint64_t params = [] {
     std::uint64_t total = 0;
@@ -548,11 +588,29 @@ class network {
     run_observed(p, input, output, arena, no_observer{});
   }
 
+  /// The same on the executor's threads (at most max_threads of them): layer by layer, each split
+  /// into row bands, one parallel_for (and so one barrier) per layer. Bit-identical to run().
+  template <parallel_executor E>
+  static void run(const prepared& p, tensor_view<const T> input, tensor_view<T> output, std::span<std::byte> arena,
+                  E& exec) {
+    run_observed(p, input, output, arena, no_observer{}, exec);
+  }
+
   template <class Observer>
   static void run_observed(const prepared& p, tensor_view<const T> input, tensor_view<T> output,
                            std::span<std::byte> arena, Observer&& observer) {
+    serial_executor serial;
+    run_observed(p, input, output, arena, observer, serial);
+  }
+
+  template <class Observer, parallel_executor E>
+  static void run_observed(const prepared& p, tensor_view<const T> input, tensor_view<T> output,
+                           std::span<std::byte> arena, Observer&& observer, E& exec) {
     if (!check_run_arguments(input, output, arena)) return;
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (run_layer<I>(p, input, output, arena, observer), ...); }
+    const int threads = std::clamp(static_cast<int>(exec.thread_count()), 1, max_threads);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (run_layer<I>(p, input, output, arena, observer, exec, threads), ...);
+    }
     (std::make_index_sequence<layer_count>{});
   }
 
@@ -697,9 +755,9 @@ class network {
       return arena_view<Tensor>(arena);
   }
 
-  template <std::size_t I, class Observer>
+  template <std::size_t I, class Observer, class E>
   static void run_layer(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
-                        std::span<std::byte> arena, Observer& observer) {
+                        std::span<std::byte> arena, Observer& observer, E& exec, int threads) {
     if constexpr (op_layer<layer<I>>) {
       constexpr layer_node node = topology.layers[I];
       constexpr std::size_t arity = layer<I>::inputs.size();
@@ -716,9 +774,30 @@ class network {
       if constexpr (types<I>::scratch_bytes != 0)
         scratch = arena.subspan(memory.offsets[tensor_count + I], types<I>::scratch_bytes);
       observer.before(I);
-      types<I>::exec::run(p.template state<I>(), inputs, out, scratch);
+      run_bands<I>(p.template state<I>(), inputs, out, scratch, exec, threads);
       observer.after(I, arena);
     }
+  }
+
+  /// Layer I whole on the caller, or in row bands over the executor (band t uses scratch slice t).
+  template <std::size_t I, class Inputs, class E>
+  static void run_bands(const typename types<I>::state& state, const Inputs& inputs, const tensor_view<T>& out,
+                        std::span<std::byte> scratch, E& exec, int threads) {
+    using layer_types = types<I>;
+    if constexpr (layer_types::splits) {
+      const row_bands bands = row_bands::split(layer_types::split_rows, layer_bands<I>(threads));
+      if (bands.count > 1) {
+        auto band = [&](std::size_t t) {
+          std::span<std::byte> slice;
+          if constexpr (layer_types::slice_bytes != 0)
+            slice = scratch.subspan(t * layer_types::slice_stride, layer_types::slice_bytes);
+          layer_types::exec::run_rows(state, inputs, out, slice, bands[static_cast<int>(t)]);
+        };
+        exec.parallel_for(static_cast<std::size_t>(bands.count), band);
+        return;
+      }
+    }
+    layer_types::exec::run(state, inputs, out, scratch);
   }
 
   /// 0xA5 over every arena byte not held by a buffer that is still read after `layer`.

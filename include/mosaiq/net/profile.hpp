@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/net/network.hpp"
 
@@ -40,6 +41,17 @@ profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
                                          tensor_view<const typename Net::element_type> input,
                                          tensor_view<typename Net::element_type> output, std::span<std::byte> arena,
                                          int runs, std::FILE* out = stdout) {
+  serial_executor serial;
+  return profile<Net>(prepared, input, output, arena, runs, out, serial);
+}
+
+/// The same with the layers running on `exec`'s threads: a layer's time runs from before its
+/// parallel_for to after its barrier.
+template <class Net, parallel_executor E>
+profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
+                                         tensor_view<const typename Net::element_type> input,
+                                         tensor_view<typename Net::element_type> output, std::span<std::byte> arena,
+                                         int runs, std::FILE* out, E& exec) {
   using clock = std::chrono::steady_clock;
   struct timer {
     std::array<double, Net::layer_count>* total_ms;
@@ -52,8 +64,9 @@ profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
   profile_report<Net::layer_count> report;
   report.runs = runs < 1 ? 1 : runs;
   std::array<double, Net::layer_count> warm_up{};
-  Net::run_observed(prepared, input, output, arena, timer{&warm_up});
-  for (int r = 0; r < report.runs; ++r) Net::run_observed(prepared, input, output, arena, timer{&report.layer_ms});
+  Net::run_observed(prepared, input, output, arena, timer{&warm_up}, exec);
+  for (int r = 0; r < report.runs; ++r)
+    Net::run_observed(prepared, input, output, arena, timer{&report.layer_ms}, exec);
   for (double& ms : report.layer_ms) {
     ms /= report.runs;
     report.total_ms += ms;

@@ -43,6 +43,7 @@
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/padding.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -427,6 +428,19 @@ class conv2d {
     run(tensor_view<const T>(in), tensor_view<T>(out), workspace);
   }
 
+  /// Output rows [band.first, band.last) of every image, nothing else: one task of a parallel run
+  /// (see mosaiq::parallel_rows), each with its own workspace of workspace_bytes(input).
+  void run_rows(tensor_view<const T> in, tensor_view<T> out, std::span<std::byte> workspace, row_band band) const {
+    if (!check_run(in, out, workspace) ||
+        !require(band.first >= 0 && band.first <= band.last && band.last <= out.height(), errc::invalid_argument,
+                 "conv2d: row band outside the output"))
+      return;
+    if (band.rows() == 0 || out.width() == 0) return;
+    // A band is a convolution of its own: output rows start at band.first, so the top padding
+    // shrinks by band.first strides (negative: the band starts below the image's first row).
+    for (int n = 0; n < in.batch(); ++n) run_image_rows(in, out, workspace, n, band);
+  }
+
  private:
   // The block's gathered patches, K bytes each.
   static constexpr std::size_t staging_bytes(int k, std::size_t image_pixels) noexcept {
@@ -450,44 +464,69 @@ class conv2d {
     zero_point_ = static_cast<std::uint8_t>(q.input_zero_point);
   }
 
-  void run(tensor_view<const T> in, tensor_view<T> out, std::span<std::byte> workspace) const {
+  bool check_run(const tensor_view<const T>& in, const tensor_view<T>& out, std::span<std::byte> workspace) const {
     if (!require(gemm_.has_value(), errc::invalid_argument,
                  "conv2d: layer was not loaded (construction reported an error)") ||
         !check_view(in, "conv2d: invalid input view") || !check_view(out, "conv2d: invalid output view"))
-      return;
-    if (!require(in.channels() == channels_, errc::shape_mismatch, "conv2d: input channels differ from the weights") ||
-        !require(out.dims() == output_shape(in.dims()), errc::shape_mismatch,
-                 "conv2d: output extents differ from output_shape(input)") ||
-        !require(out.batch() == in.batch(), errc::shape_mismatch, "conv2d: input and output batch differ") ||
-        !require(workspace.size() >= workspace_bytes(in.dims()), errc::invalid_argument,
-                 "conv2d: workspace smaller than workspace_bytes(input)"))
-      return;
+      return false;
+    return require(in.channels() == channels_, errc::shape_mismatch,
+                   "conv2d: input channels differ from the weights") &&
+           require(out.dims() == output_shape(in.dims()), errc::shape_mismatch,
+                   "conv2d: output extents differ from output_shape(input)") &&
+           require(out.batch() == in.batch(), errc::shape_mismatch, "conv2d: input and output batch differ") &&
+           require(workspace.size() >= workspace_bytes(in.dims()), errc::invalid_argument,
+                   "conv2d: workspace smaller than workspace_bytes(input)");
+  }
+
+  void run(tensor_view<const T> in, tensor_view<T> out, std::span<std::byte> workspace) const {
+    if (!check_run(in, out, workspace)) return;
     const shape o = out.dims();
     const std::ptrdiff_t pixels = static_cast<std::ptrdiff_t>(out.batch()) * o.height * o.width;
     if (pixels == 0) return;
-
     const window_geometry g = resolve_window(in.height(), in.width(), Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
+    run_patches(in, out, workspace, patch_geometry{o.height, g.y.pad_before, g.x.pad_before}, in.data(),
+                out.pixel(0, 0, 0), pixels);
+  }
+
+  /// Output rows `band` of image n as a convolution of their own (batch 1, out_h = the band's rows).
+  void run_image_rows(const tensor_view<const T>& in, const tensor_view<T>& out, std::span<std::byte> workspace, int n,
+                      row_band band) const {
+    const window_geometry g = resolve_window(in.height(), in.width(), Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
+    const patch_geometry band_geometry{band.rows(), g.y.pad_before - band.first * Cfg.stride.h, g.x.pad_before};
+    run_patches(in, out, workspace, band_geometry, in.pixel(n, 0, 0), out.pixel(n, band.first, 0),
+                static_cast<std::ptrdiff_t>(band.rows()) * out.width());
+  }
+
+  /// Output rows of the patches: how many, and the padding before the first row and column.
+  struct patch_geometry {
+    int out_h, pad_top, pad_left;
+  };
+
+  void run_patches(const tensor_view<const T>& in, const tensor_view<T>& out, std::span<std::byte> workspace,
+                   patch_geometry p, const T* image, T* destination, std::ptrdiff_t pixels) const {
     const int k = taps * channels_;
+    const int out_w = out.width();
+    const auto image_pixels = static_cast<std::size_t>(p.out_h) * static_cast<std::size_t>(out_w);
     std::uint8_t* const base = detail::kernel::aligned_workspace(workspace);
     const detail::conv::patch_rows<Cfg> rows{
-        .input = reinterpret_cast<const std::uint8_t*>(in.data()),
+        .input = reinterpret_cast<const std::uint8_t*>(image),
         .pixel_stride = in.pixel_stride(),
         .row_stride = in.row_stride(),
         .image_stride = in.batch_stride(),
         .in_h = in.height(),
         .in_w = in.width(),
         .channels = channels_,
-        .out_h = o.height,
-        .out_w = o.width,
-        .pad_top = g.y.pad_before,
-        .pad_left = g.x.pad_before,
-        .y = detail::conv::interior(in.height(), o.height, Cfg.kernel.h, Cfg.stride.h, Cfg.dilation.h, g.y.pad_before),
-        .x = detail::conv::interior(in.width(), o.width, Cfg.kernel.w, Cfg.stride.w, Cfg.dilation.w, g.x.pad_before),
+        .out_h = p.out_h,
+        .out_w = out_w,
+        .pad_top = p.pad_top,
+        .pad_left = p.pad_left,
+        .y = detail::conv::interior(in.height(), p.out_h, Cfg.kernel.h, Cfg.stride.h, Cfg.dilation.h, p.pad_top),
+        .x = detail::conv::interior(in.width(), out_w, Cfg.kernel.w, Cfg.stride.w, Cfg.dilation.w, p.pad_left),
         .rows_contiguous = Cfg.kernel.w == 1 || (Cfg.dilation.w == 1 && in.pixel_stride() == channels_),
         .zero_point = zero_point_,
         .staging = base};
-    access::run(*gemm_, rows, pixels, o.pixels(), out.pixel(0, 0, 0), out.pixel_stride(),
-                base + staging_bytes(k, o.pixels()));
+    access::run(*gemm_, rows, pixels, image_pixels, destination, out.pixel_stride(),
+                base + staging_bytes(k, image_pixels));
   }
 
   int channels_ = 0;

@@ -48,6 +48,7 @@
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/padding.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -731,6 +732,12 @@ class depthwise {
     run(tensor_view<const T>(in), tensor_view<T>(out), workspace);
   }
 
+  /// Output rows [band.first, band.last) of every image, nothing else: one task of a parallel run
+  /// (see mosaiq::parallel_rows), each with its own workspace of workspace_bytes(input).
+  void run_rows(tensor_view<const T> in, tensor_view<T> out, std::span<std::byte> workspace, row_band band) const {
+    run(in, out, workspace, band);
+  }
+
  private:
   struct layout {
     int out_w = 0, padded_channels = 0;
@@ -844,15 +851,23 @@ class depthwise {
   static constexpr rounding R = Cfg.round;
 
   void run(tensor_view<const T> in, tensor_view<T> out, std::span<std::byte> workspace) const {
+    run(in, out, workspace, {0, out.height()});
+  }
+
+  void run(tensor_view<const T> in, tensor_view<T> out, std::span<std::byte> workspace, row_band band) const {
     if (!require(ready_, errc::invalid_argument, "depthwise: layer was not loaded (construction reported an error)") ||
         !check_view(in, "depthwise: invalid input view") || !check_view(out, "depthwise: invalid output view"))
       return;
     const shape expected = output_shape(in.dims());
-    if (!require(in.channels() == channels_, errc::shape_mismatch, "depthwise: input channels differ from the weights") ||
-        !require(out.dims() == expected, errc::shape_mismatch, "depthwise: output extents differ from output_shape(input)") ||
+    if (!require(in.channels() == channels_, errc::shape_mismatch,
+                 "depthwise: input channels differ from the weights") ||
+        !require(out.dims() == expected, errc::shape_mismatch,
+                 "depthwise: output extents differ from output_shape(input)") ||
         !require(out.batch() == in.batch(), errc::shape_mismatch, "depthwise: input and output batch differ") ||
         !require(workspace.size() >= workspace_bytes(in.dims()), errc::invalid_argument,
-                 "depthwise: workspace smaller than workspace_bytes(input)"))
+                 "depthwise: workspace smaller than workspace_bytes(input)") ||
+        !require(band.first >= 0 && band.first <= band.last && band.last <= expected.height, errc::invalid_argument,
+                 "depthwise: row band outside the output"))
       return;
     if (expected.height == 0 || expected.width == 0 || in.height() == 0 || in.width() == 0) return;
 
@@ -887,8 +902,8 @@ class depthwise {
         }
         return row;
       };
-      for (int oy0 = 0; oy0 < expected.height; oy0 += tile_h) {
-        const int pass_rows = std::min(tile_h, expected.height - oy0);
+      for (int oy0 = band.first; oy0 < band.last; oy0 += tile_h) {
+        const int pass_rows = std::min(tile_h, band.last - oy0);
         std::array<std::array<const std::uint8_t*, kh>, tile_h> rows{};
         for (int r = 0; r < pass_rows; ++r)
           for (int kr = 0; kr < kh; ++kr)

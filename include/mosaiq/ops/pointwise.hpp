@@ -71,6 +71,7 @@
 
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -933,6 +934,16 @@ class pointwise {
   template <class InExtents, class OutExtents>
   void operator()(tensor_view<T, InExtents> in, tensor_view<T, OutExtents> out, std::span<std::byte> workspace) const {
     run(tensor_view<const T>(in), tensor_view<T>(out), workspace);
+  }
+
+  /// Output rows [band.first, band.last) of every image, nothing else: one task of a parallel run
+  /// (see mosaiq::parallel_rows), each with its own workspace of workspace_bytes(input).
+  void run_rows(tensor_view<const T> in, tensor_view<T> out, std::span<std::byte> workspace, row_band band) const {
+    if (!require(band.first >= 0 && band.first <= band.last && band.last <= in.height() && out.height() == in.height(),
+                 errc::invalid_argument, "pointwise: row band outside the output"))
+      return;
+    // Pixels are independent: the band is a pointwise layer on the band's rows.
+    run(in.row_slice(band.first, band.rows()), out.row_slice(band.first, band.rows()), workspace);
   }
 
  private:

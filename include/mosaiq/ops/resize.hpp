@@ -66,6 +66,7 @@
 #include <utility>
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/resize_mode.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -526,12 +527,12 @@ inline void run_row(const row_pass& r, bool dense) noexcept {
 }
 
 template <resize_mode Mode, quantized_element T>
-void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out) noexcept {
+void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows) noexcept {
   constexpr byte flip = std::same_as<T, i8> ? 0x80 : 0x00;
   const int height = in.height();
   const bool dense = in.is_dense() && out.is_dense();
   for (int n = 0; n < in.batch(); ++n) {
-    for (int oy = 0; oy < out.height(); ++oy) {
+    for (int oy = rows.first; oy < rows.last; ++oy) {
       const int y = oy / 2;
       int far_y;
       if constexpr (Mode == resize_mode::half_pixel)
@@ -915,7 +916,7 @@ class kernel {
   }
 
  public:
-  static void run(const tensor_view<const T>& in, const tensor_view<T>& out, resize_mode mode) noexcept {
+  static void run(const tensor_view<const T>& in, const tensor_view<T>& out, resize_mode mode, row_band band) noexcept {
     // Stack, not a workspace: about 20 KiB whatever the shape (the rows are processed in chunks of columns), so the
     // op keeps the workspace-free signature of the 2x kernels and of the network executor.
     // The rows have a vector of slack: a window load from the last base may run past the span (its extra lanes are
@@ -955,7 +956,7 @@ class kernel {
         const int span = last - first + 1;
         if (flat) table.finish(count, block);
         for (int n = 0; n < out.batch(); ++n) {
-          for (int y = 0; y < out.height(); ++y) {
+          for (int y = band.first; y < band.last; ++y) {
             const reference::detail::float_tap ty = reference::detail::float_axis_tap(y, scale_y, mode, in.height());
             const int source_rows[2] = {ty.lower, ty.upper};
             const float row_weights[2] = {ty.lower_weight, ty.upper_weight};
@@ -1085,9 +1086,11 @@ struct sizing {
 /// Bilinear at the views' sizes: a copy at ratio 1, the exact 2x kernels when both axes are exactly 2x (legacy and
 /// half-pixel), the float32 any-ratio kernel otherwise (the reference on builds without AVX2 or NEON).
 template <resize_mode Mode, quantized_element T>
-void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out) {
+void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows) {
   if (out.height() == in.height() && out.width() == in.width()) {
-    reference::resize_nearest<T>(in, out, resize_mode::legacy);  // every mode is the identity: a strided copy
+    // Every mode is the identity: a strided copy.
+    reference::resize_nearest<T>(in.row_slice(rows.first, rows.rows()), out.row_slice(rows.first, rows.rows()),
+                                 resize_mode::legacy);
     return;
   }
   if constexpr (Mode != resize_mode::align_corners) {
@@ -1097,17 +1100,17 @@ void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out) {
       // scalar twin on every channel (or tail) and the float kernel is 2-4x faster (same results).
       const int c = in.channels();
       if (c >= 16 || (in.is_dense() && out.is_dense() && (c == 1 || c == 2 || c == 4 || c == 8))) {
-        bilinear_2x<Mode, T>(in, out);
+        bilinear_2x<Mode, T>(in, out, rows);
         return;
       }
 #else
-      bilinear_2x<Mode, T>(in, out);
+      bilinear_2x<Mode, T>(in, out, rows);
       return;
 #endif
     }
   }
 #if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
-  any_ratio::kernel<T>::run(in, out, Mode);
+  any_ratio::kernel<T>::run(in, out, Mode, rows);
 #else
   reference::resize_bilinear<T>(in, out, Mode);
 #endif
@@ -1204,7 +1207,20 @@ class resize_bilinear : public detail::upsample::requantizing_resize<resize_bili
                        "or out_height x out_width) with the same batch and channels"))
       return;
     if (out.dims().elements() == 0) return;
-    detail::upsample::bilinear<Cfg.mode, T>(in, out);
+    detail::upsample::bilinear<Cfg.mode, T>(in, out, {0, out.height()});
+  }
+
+  /// Output rows [band.first, band.last) of every image, nothing else: one task of a parallel run.
+  /// Only where no output goes through the reference (specialized), whose rows are not separable.
+  static void run_rows(tensor_view<const T> in, tensor_view<T> out, row_band band) requires specialized {
+    if (!sizing::check(in, out,
+                       "resize_bilinear: output must have the size the config gives (input scaled by config.scale, "
+                       "or out_height x out_width) with the same batch and channels") ||
+        !require(band.first >= 0 && band.first <= band.last && band.last <= out.height(), errc::invalid_argument,
+                 "resize_bilinear: row band outside the output"))
+      return;
+    if (out.dims().elements() == 0) return;
+    detail::upsample::bilinear<Cfg.mode, T>(in, out, band);
   }
 };
 

@@ -1,0 +1,221 @@
+// Running work on several threads. One concept, `parallel_executor`, is all the library asks of a
+// thread pool: a thread count and `parallel_for(tasks, fn)` that calls fn(0) ... fn(tasks - 1), each
+// exactly once, and returns when all have returned. An application plugs in the pool it already
+// has by wrapping it in a type with these two members; `serial_executor` (the default everywhere)
+// runs the tasks in order on the caller, and `thread_pool` is a built-in pool on std::jthread.
+//
+// Work is split into row bands (`row_bands`): a pure function of the row count and the band count,
+// so every thread count gives the same bands for the same count, and every band writes rows no other
+// band writes. Which thread runs a band never changes a result.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <thread>
+#include <type_traits>
+
+#include "mosaiq/core/error.hpp"
+#include "mosaiq/core/tensor.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace mosaiq {
+
+/// A non-owning reference to a callable `void(std::size_t task)`: two pointers, no heap, so a pool
+/// can take it without allocating. The callable must outlive the parallel_for call.
+class task_function {
+ public:
+  template <class F>
+  requires(!std::same_as<std::remove_cvref_t<F>, task_function> && std::invocable<F&, std::size_t>) task_function(F& fn)
+  noexcept  // NOLINT(google-explicit-constructor): built at every call site
+      : object_(static_cast<const void*>(std::addressof(fn))),
+        call_([](const void* o, std::size_t task) { (*static_cast<F*>(const_cast<void*>(o)))(task); }) {}
+  void operator()(std::size_t task) const { call_(object_, task); }
+
+ private:
+  const void* object_;
+  void (*call_)(const void*, std::size_t);
+};
+
+/// What the library needs of a thread pool. `thread_count()` is at least 1 and decides how work is
+/// split; `parallel_for` may run tasks on any threads in any order, but each exactly once, and
+/// must not return before every task has returned.
+template <class E>
+concept parallel_executor = requires(E& e, const E& ce, std::size_t tasks, task_function fn) {
+  { ce.thread_count() } -> std::convertible_to<int>;
+  e.parallel_for(tasks, fn);
+};
+
+/// Runs every task on the calling thread, in order: today's single-threaded behaviour.
+struct serial_executor {
+  static constexpr int thread_count() noexcept { return 1; }
+  static void parallel_for(std::size_t tasks, task_function fn) {
+    for (std::size_t t = 0; t < tasks; ++t) fn(t);
+  }
+};
+
+/// Rows [first, last) of a band.
+struct row_band {
+  int first = 0;
+  int last = 0;
+  constexpr int rows() const noexcept { return last - first; }
+  friend constexpr bool operator==(const row_band&, const row_band&) = default;
+};
+
+/// `rows` split into `count` bands of consecutive rows whose sizes differ by at most one (the
+/// larger ones first). Band i depends on (rows, count, i) only.
+struct row_bands {
+  int rows = 0;
+  int count = 1;
+  /// At most `threads` bands and no empty band (at least one band, empty when rows is 0).
+  static constexpr row_bands split(int rows, int threads) noexcept {
+    return {rows, std::max(1, std::min(rows, threads))};
+  }
+  constexpr row_band operator[](int i) const noexcept {
+    const int base = rows / count, extra = rows % count;
+    const int first = i * base + std::min(i, extra);
+    return {first, first + base + (i < extra ? 1 : 0)};
+  }
+};
+
+/// The calling thread and `threads - 1` workers on std::jthread, created once. parallel_for gives
+/// worker w (1..threads-1) tasks w, w + threads, ...; the caller runs tasks 0, threads, ... Workers
+/// spin for a short while after a job (the next layer follows within microseconds) and then sleep
+/// on an atomic wait. No heap after construction; the destructor stops and joins the workers.
+/// One parallel_for at a time: calls from several threads at once must be serialized by the caller.
+class thread_pool {
+ public:
+  /// `threads` (at least 1) includes the caller: thread_pool(2) starts one worker.
+  explicit thread_pool(int threads) : threads_(std::max(1, threads)) {
+    require(threads >= 1, errc::invalid_argument, "thread_pool: threads must be at least 1");
+    workers_ = std::make_unique<std::jthread[]>(static_cast<std::size_t>(threads_ - 1));
+    for (int w = 1; w < threads_; ++w) workers_[static_cast<std::size_t>(w - 1)] = std::jthread([this, w] { work(w); });
+  }
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+  ~thread_pool() {
+    stopping_.store(true, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    generation_.notify_all();
+    workers_.reset();  // joins every worker while the atomics they read still exist
+  }
+
+  int thread_count() const noexcept { return threads_; }
+
+  void parallel_for(std::size_t tasks, task_function fn) {
+    if (tasks == 0) return;
+    if (threads_ == 1 || tasks == 1) {
+      for (std::size_t t = 0; t < tasks; ++t) fn(t);
+      return;
+    }
+    job_ = fn;
+    tasks_ = tasks;
+    pending_.store(threads_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);  // publishes job_ and tasks_
+    generation_.notify_all();
+    run_share(0, fn, tasks);
+    wait_for_workers();
+  }
+
+ private:
+  // Pause iterations before a thread sleeps: long enough to cover the gap between two layers.
+  static constexpr int spin_limit = 1 << 14;
+
+  static void pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+    asm volatile("yield");
+#endif
+  }
+
+  void run_share(int thread, task_function fn, std::size_t tasks) const {
+    for (std::size_t t = static_cast<std::size_t>(thread); t < tasks; t += static_cast<std::size_t>(threads_)) fn(t);
+  }
+
+  void work(int thread) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      seen = wait_for_change(generation_, seen);
+      if (stopping_.load(std::memory_order_relaxed)) return;
+      run_share(thread, *job_, tasks_);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    }
+  }
+
+  /// Spins, then sleeps, until `value` differs from `old`; returns the new value.
+  template <class V>
+  static V wait_for_change(const std::atomic<V>& value, V old) noexcept {
+    for (int spin = 0; spin < spin_limit; ++spin) {
+      const V now = value.load(std::memory_order_acquire);
+      if (now != old) return now;
+      pause();
+      // More threads than cores: let the thread that would change `value` run.
+      if (spin % 256 == 255) std::this_thread::yield();
+    }
+    for (;;) {
+      value.wait(old, std::memory_order_acquire);
+      const V now = value.load(std::memory_order_acquire);
+      if (now != old) return now;
+    }
+  }
+
+  void wait_for_workers() noexcept {
+    int left = pending_.load(std::memory_order_acquire);
+    while (left != 0) left = wait_for_change(pending_, left);
+  }
+
+  int threads_;
+  std::unique_ptr<std::jthread[]> workers_;
+  alignas(64) std::atomic<std::uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
+  alignas(64) std::atomic<int> pending_{0};
+  // Written by the caller before generation_ is bumped, read by workers after they see it.
+  std::optional<task_function> job_;
+  std::size_t tasks_ = 0;
+};
+
+/// Calls fn(band, task) for every band of `rows` split over the executor's threads, one task each.
+template <parallel_executor E, class F>
+void parallel_rows(E& exec, int rows, F&& fn) {
+  const row_bands bands = row_bands::split(rows, exec.thread_count());
+  auto task = [&](std::size_t t) { fn(bands[static_cast<int>(t)], t); };
+  exec.parallel_for(static_cast<std::size_t>(bands.count), task);
+}
+
+/// Bytes between two bands' workspace slices: a whole number of cache lines, so that no two threads
+/// write one line.
+constexpr std::size_t workspace_slice_stride(std::size_t bytes) noexcept { return (bytes + 63) / 64 * 64; }
+
+/// Workspace a parallel_run of Kernel (depthwise, pointwise, conv2d: kernels with run_rows) on `in`
+/// needs for up to `threads` threads: one slice of Kernel::workspace_bytes(in) per band.
+template <class Kernel>
+constexpr std::size_t parallel_workspace_bytes(shape in, int threads) noexcept {
+  return workspace_slice_stride(Kernel::workspace_bytes(in)) * static_cast<std::size_t>(std::max(1, threads));
+}
+
+/// Runs `kernel` on the executor's threads, one band of output rows each; bit-identical to
+/// kernel(in, out, workspace). `workspace` holds parallel_workspace_bytes<Kernel>(in, threads).
+template <parallel_executor E, class Kernel, class T>
+void parallel_run(E& exec, const Kernel& kernel, tensor_view<const T> in, tensor_view<T> out,
+                  std::span<std::byte> workspace) {
+  const row_bands bands = row_bands::split(out.height(), exec.thread_count());
+  const std::size_t slice = Kernel::workspace_bytes(in.dims());
+  if (!require(workspace.size() >= parallel_workspace_bytes<Kernel>(in.dims(), bands.count), errc::invalid_argument,
+               "parallel_run: workspace smaller than parallel_workspace_bytes(input, threads)"))
+    return;
+  auto task = [&](std::size_t t) {
+    kernel.run_rows(in, out, workspace.subspan(t * workspace_slice_stride(slice), slice), bands[static_cast<int>(t)]);
+  };
+  exec.parallel_for(static_cast<std::size_t>(bands.count), task);
+}
+
+}  // namespace mosaiq

@@ -1,0 +1,346 @@
+// Threads: the built-in pool runs every task exactly once; row bands are a pure function of rows and
+// thread count; every op that splits its rows, and whole networks, give bit-identical results on 1 to 8
+// threads (more threads than this machine's cores included) and allocate nothing while running.
+#include "mosaiq/core/parallel.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "allocation_counter.hpp"
+#include "mosaiq/net.hpp"
+#include "mosaiq/ops.hpp"
+#include "mosaiq/reference.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace mosaiq;
+constexpr rounding R = rounding::tflite_reference;
+constexpr int max_test_threads = 8;
+
+TEST_CASE("parallel: thread_pool runs each task exactly once, job after job") {
+  for (int threads = 1; threads <= max_test_threads; ++threads) {
+    thread_pool pool(threads);
+    CHECK(pool.thread_count() == threads);
+    for (std::size_t tasks : {0, 1, 2, 3, 7, 8, 9, 31}) {
+      for (int job = 0; job < 20; ++job) {
+        std::array<std::atomic<int>, 32> runs{};
+        auto count = [&](std::size_t t) { runs[t].fetch_add(1, std::memory_order_relaxed); };
+        pool.parallel_for(tasks, count);
+        for (std::size_t t = 0; t < runs.size(); ++t) CHECK(runs[t].load() == (t < tasks ? 1 : 0));
+      }
+    }
+  }
+}
+
+TEST_CASE("parallel: thread_pool's workers see the caller's writes and the caller sees theirs") {
+  thread_pool pool(4);
+  std::vector<int> data(4096);
+  for (int round = 0; round < 50; ++round) {
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = round + static_cast<int>(i);
+    auto twice = [&](std::size_t t) {
+      for (std::size_t i = t * 1024; i < (t + 1) * 1024; ++i) data[i] *= 2;
+    };
+    pool.parallel_for(4, twice);
+    for (std::size_t i = 0; i < data.size(); i += 97) CHECK(data[i] == 2 * (round + static_cast<int>(i)));
+  }
+}
+
+TEST_CASE("parallel: serial_executor runs the tasks in order on the caller") {
+  serial_executor serial;
+  std::vector<std::size_t> order;
+  auto record = [&](std::size_t t) { order.push_back(t); };
+  serial.parallel_for(5, record);
+  CHECK(order == std::vector<std::size_t>{0, 1, 2, 3, 4});
+  static_assert(parallel_executor<serial_executor> && parallel_executor<thread_pool>);
+}
+
+TEST_CASE("parallel: row bands cover the rows once, in order, sizes within one") {
+  static_assert(row_bands::split(7, 3)[0] == row_band{0, 3} && row_bands::split(7, 3)[1] == row_band{3, 5} &&
+                row_bands::split(7, 3)[2] == row_band{5, 7});
+  static_assert(row_bands::split(2, 8).count == 2 && row_bands::split(0, 4).count == 1);
+  for (int rows = 0; rows <= 40; ++rows)
+    for (int threads = 1; threads <= 9; ++threads) {
+      const row_bands bands = row_bands::split(rows, threads);
+      CHECK(bands.count == std::max(1, std::min(rows, threads)));
+      int next = 0, smallest = rows, largest = 0;
+      for (int i = 0; i < bands.count; ++i) {
+        CHECK(bands[i].first == next);
+        next = bands[i].last;
+        smallest = std::min(smallest, bands[i].rows());
+        largest = std::max(largest, bands[i].rows());
+      }
+      CHECK(next == rows);
+      CHECK(largest - smallest <= 1);
+    }
+}
+
+// A tensor in a buffer with `extra` unused elements after every pixel's channels (a strided view)
+// and guard bytes after the last pixel, which no run may touch.
+template <class T>
+struct strided_tensor {
+  shape dims;
+  int pixel_stride;
+  std::vector<T> buffer;
+  strided_tensor(shape s, int extra, std::mt19937& rng)
+      : dims(s), pixel_stride(s.channels + extra), buffer(test::random_values<T>(rng, size_for(s, extra) + 64)) {}
+  static std::size_t size_for(shape s, int extra) { return s.pixels() * static_cast<std::size_t>(s.channels + extra); }
+  tensor_view<T> view() { return tensor_view<T>(buffer.data(), dims, 1, pixel_stride); }
+  tensor_view<const T> cview() const { return tensor_view<const T>(buffer.data(), dims, 1, pixel_stride); }
+};
+
+// Runs `kernel` serially into one output and on pools of 1..8 threads into others (each starting from
+// the same bytes): every byte, padding between strided pixels and the guard included, must agree.
+template <class Kernel, class T>
+void check_bands_match(const Kernel& kernel, const strided_tensor<T>& in, strided_tensor<T> out) {
+  std::vector<std::byte> serial_workspace(Kernel::workspace_bytes(in.dims));
+  strided_tensor<T> expected = out;
+  kernel(in.cview(), expected.view(), serial_workspace);
+  for (int threads = 1; threads <= max_test_threads; ++threads) {
+    CAPTURE(threads);
+    thread_pool pool(threads);
+    std::vector<std::byte> workspace(parallel_workspace_bytes<Kernel>(in.dims, threads));
+    strided_tensor<T> got = out;
+    const long before = test::heap_allocations();
+    parallel_run(pool, kernel, in.cview(), got.view(), workspace);
+    CHECK(test::heap_allocations() == before);
+    CHECK(got.buffer == expected.buffer);
+  }
+}
+
+template <class T>
+reference::conv_requant requant_for(std::mt19937& rng, int channels) {
+  // uint8 filters are per tensor (one scale), int8 ones per output channel.
+  std::vector<float> scales(std::is_same_v<T, u8> ? 1 : static_cast<std::size_t>(channels));
+  std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+  for (float& s : scales) s = scale(rng);
+  const std::int32_t filter_zp = std::is_same_v<T, u8> ? 7 : 0;
+  return reference::make_conv_requant<R, T>({0.05f, std::is_same_v<T, u8> ? 120 : -3}, scales, filter_zp,
+                                            {0.08f, std::is_same_v<T, u8> ? 110 : 5}, activation::relu6);
+}
+
+template <class Kernel, class T>
+void check_conv_kind(shape in_shape, int out_channels, int filter_elements_per_output, int extra) {
+  std::mt19937 rng(static_cast<unsigned>(in_shape.height * 131 + in_shape.width * 7 + in_shape.channels));
+  const std::vector<T> filter =
+      test::random_values<T>(rng, static_cast<std::size_t>(out_channels * filter_elements_per_output), -100, 100);
+  std::vector<std::int32_t> bias(static_cast<std::size_t>(out_channels));
+  std::uniform_int_distribution<std::int32_t> b(-2000, 2000);
+  for (auto& v : bias) v = b(rng);
+  const Kernel kernel(filter.data(), bias.data(), in_shape.channels, requant_for<T>(rng, out_channels));
+  const strided_tensor<T> in(in_shape, extra, rng);
+  check_bands_match(kernel, in, strided_tensor<T>(Kernel::output_shape(in_shape), extra, rng));
+}
+
+TEST_CASE_TEMPLATE("parallel: depthwise bands equal one run, 1..8 threads", T, u8, i8) {
+  constexpr depthwise_config k3{.kernel = {3, 3}};
+  constexpr depthwise_config k3s2{.kernel = {3, 3}, .stride = {2, 2}};
+  constexpr depthwise_config k5d2{.kernel = {5, 5}, .dilation = {2, 2}};
+  constexpr depthwise_config valid{.kernel = {3, 3}, .pad = padding::valid()};
+  constexpr depthwise_config m2{.kernel = {3, 3}, .depth_multiplier = 2};
+  for (const shape s : {shape{1, 5, 8}, shape{7, 9, 19}, shape{13, 6, 32}, shape{17, 11, 40}}) {
+    CAPTURE(s.height);
+    check_conv_kind<mosaiq::depthwise<k3, T>, T>(s, s.channels, 9, 0);
+    check_conv_kind<mosaiq::depthwise<k3s2, T>, T>(s, s.channels, 9, 3);
+    check_conv_kind<mosaiq::depthwise<k5d2, T>, T>(s, s.channels, 25, 0);
+    if (s.height >= 3) check_conv_kind<mosaiq::depthwise<valid, T>, T>(s, s.channels, 9, 5);
+    check_conv_kind<mosaiq::depthwise<m2, T>, T>(s, 2 * s.channels, 9, 0);
+  }
+}
+
+TEST_CASE_TEMPLATE("parallel: conv2d bands equal one run, 1..8 threads", T, u8, i8) {
+  constexpr conv2d_config k3s2{.out_channels = 16, .kernel = {3, 3}, .stride = {2, 2}};
+  constexpr conv2d_config k3{.out_channels = 20, .kernel = {3, 3}};
+  constexpr conv2d_config k5d2{.out_channels = 8, .kernel = {5, 5}, .dilation = {2, 2}, .pad = padding::valid()};
+  for (const shape s : {shape{1, 7, 3}, shape{9, 9, 3}, shape{15, 12, 8}, shape{23, 10, 5}}) {
+    CAPTURE(s.height);
+    check_conv_kind<mosaiq::conv2d<k3s2, T>, T>(s, 16, 9 * s.channels, 0);
+    check_conv_kind<mosaiq::conv2d<k3, T>, T>(s, 20, 9 * s.channels, 2);
+    if (s.height >= 9 && s.width >= 9) check_conv_kind<mosaiq::conv2d<k5d2, T>, T>(s, 8, 25 * s.channels, 0);
+  }
+}
+
+TEST_CASE_TEMPLATE("parallel: pointwise bands equal one run, 1..8 threads", T, u8, i8) {
+  for (const shape s : {shape{1, 9, 16}, shape{5, 7, 24}, shape{12, 12, 64}, shape{19, 3, 40}}) {
+    CAPTURE(s.height);
+    check_conv_kind<mosaiq::pointwise<pointwise_config{.out_channels = 24}, T>, T>(s, 24, s.channels, 0);
+    check_conv_kind<mosaiq::pointwise<pointwise_config{.out_channels = 40}, T>, T>(s, 40, s.channels, 4);
+  }
+}
+
+template <class Resize, class T>
+void check_resize_bands(shape in_shape, int extra) {
+  std::mt19937 rng(static_cast<unsigned>(in_shape.height * 31 + in_shape.channels));
+  const strided_tensor<T> in(in_shape, extra, rng);
+  const strided_tensor<T> start(Resize::output_shape(in_shape), extra, rng);
+  strided_tensor<T> expected = start;
+  Resize::run(in.cview(), expected.view());
+  for (int threads = 1; threads <= max_test_threads; ++threads) {
+    CAPTURE(threads);
+    thread_pool pool(threads);
+    strided_tensor<T> got = start;
+    parallel_rows(pool, got.dims.height,
+                  [&](row_band band, std::size_t) { Resize::run_rows(in.cview(), got.view(), band); });
+    CHECK(got.buffer == expected.buffer);
+  }
+}
+
+TEST_CASE_TEMPLATE("parallel: bilinear resize bands equal one run, 1..8 threads", T, u8, i8) {
+  using half_pixel_2x = mosaiq::resize_bilinear<resize_config{.scale = 2, .mode = resize_mode::half_pixel}, T>;
+  using legacy_2x = mosaiq::resize_bilinear<resize_config{.scale = 2, .mode = resize_mode::legacy}, T>;
+  using any_ratio_3x = mosaiq::resize_bilinear<resize_config{.scale = 3, .mode = resize_mode::half_pixel}, T>;
+  using identity = mosaiq::resize_bilinear<resize_config{.scale = 1, .mode = resize_mode::half_pixel}, T>;
+  for (const shape s : {shape{1, 4, 2}, shape{5, 7, 2}, shape{9, 6, 16}, shape{4, 5, 21}}) {
+    CAPTURE(s.height);
+    if constexpr (half_pixel_2x::specialized) check_resize_bands<half_pixel_2x, T>(s, 0);
+    if constexpr (legacy_2x::specialized) check_resize_bands<legacy_2x, T>(s, 3);
+    if constexpr (any_ratio_3x::specialized) check_resize_bands<any_ratio_3x, T>(s, 0);
+    if constexpr (identity::specialized) check_resize_bands<identity, T>(s, 1);
+  }
+}
+
+// Every layer kind that splits (conv2d, depthwise, pointwise, add and mul, also broadcasting a 1x1xC
+// tap, pools, nearest and bilinear resize, concat, softmax) and one that does not (global average pool).
+template <int Threads>
+using kinds_net = network<
+    input<u8, 64, 63, 3>::with_max_threads<Threads>,                                                    //
+    layers::conv2d<layers::conv2d_config{.out_channels = 16}>,                                          // 64x63x16
+    layers::tap<"skip">,                                                                                //
+    layers::depthwise<layers::depthwise_config{.kernel = {3, 3}}>,                                      //
+    layers::add<"skip">,                                                                                //
+    layers::tap<"x">,                                                                                   //
+    layers::max_pool<layers::pool_config{.kernel = {3, 3}, .stride = {2, 2}, .pad = padding::same()}>,  // 32x32x16
+    layers::resize_nearest<layers::resize_config{.scale = 2}>,                                          // 64x64x16
+    layers::average_pool<layers::pool_config{.kernel = {1, 2}, .stride = {1, 1}}>,
+    layers::tap<"p">,                                             // 64x63x16
+    layers::from<"x">,                                            //
+    layers::global_average_pool<>,                                // 1x1x16
+    layers::tap<"gate">,                                          //
+    layers::resize_bilinear<layers::resize_config{.scale = 64}>,  // 64x64x16
+    layers::max_pool<layers::pool_config{.kernel = {1, 2}, .stride = {1, 1}}>,
+    layers::tap<"g">,                                                 // 64x63x16
+    layers::concat<"x", "p", "g">,                                    // 64x63x48
+    layers::pointwise<layers::pointwise_config{.out_channels = 16}>,  //
+    layers::mul<"gate">,                                              // broadcasts the 1x1x16 gate over every band
+    layers::add<"gate">,                                              //
+    layers::softmax<>>;
+
+static_assert(kinds_net<1>::output_shape == shape{64, 63, 16});
+// A single-thread network plans exactly the kernels' workspace; more threads add slices.
+static_assert(kinds_net<1>::arena_bytes < kinds_net<4>::arena_bytes);
+// On 8 threads every op layer but the global average pool (one output pixel) runs in 8 bands, so the
+// comparisons below cover each layer kind's split; small layers would use fewer. Scalar builds run the
+// 64x bilinear resize through the reference, whose rows do not split.
+constexpr bool bilinear_splits =
+    mosaiq::resize_bilinear<resize_config{.scale = 64, .mode = resize_mode::half_pixel}, u8>::specialized;
+constexpr int expected_bands(std::string_view kind) {
+  return kind == "global_average_pool" || (kind == "resize_bilinear" && !bilinear_splits) ? 1 : 8;
+}
+static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
+  using net = kinds_net<8>;
+  return ((net::topology.layers[I].role != layer_role::op ||
+           net::layer_bands<I>(8) == expected_bands(net::layer<I>::kind)) &&
+          ...);
+}(std::make_index_sequence<kinds_net<8>::layer_count>{}));
+static_assert(kinds_net<8>::layer_bands<0>(3) == 3 && kinds_net<2>::layer_bands<0>(8) == 2);
+
+template <class Net>
+typename Net::weights random_weights(unsigned seed) {
+  std::mt19937 rng(seed);
+  typename Net::weights w;
+  w.input = {0.04f, 128};
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          auto& l = w.template layer<I>();
+          if constexpr (requires { l.filter; }) {
+            for (auto& v : l.filter) v = static_cast<u8>(rng() % 256);
+            for (auto& v : l.bias) v = static_cast<std::int32_t>(rng() % 4001) - 2000;
+            for (auto& v : l.filter_scales) v = 0.001f + 0.004f * unit(rng);
+            l.filter_zero_point = 128;
+          }
+          if constexpr (requires { l.output; })
+            l.output = {0.05f + 0.05f * unit(rng), 100 + static_cast<int>(rng() % 50)};
+        }(),
+        ...);
+  }
+  (std::make_index_sequence<Net::layer_count>{});
+  return w;
+}
+
+TEST_CASE("parallel: a network on 1..8 threads equals its serial run, no heap while running") {
+  using serial_net = kinds_net<1>;
+  using threaded_net = kinds_net<max_test_threads>;
+  const serial_net::weights w = random_weights<serial_net>(11);
+  // The same weights for the threaded type, through a blob (the layer list is the same).
+  std::vector<std::byte> blob(serial_net::blob_bytes);
+  REQUIRE(serial_net::save(w, blob) == blob.size());
+  threaded_net::weights tw;
+  REQUIRE(threaded_net::load(blob, tw));
+
+  std::mt19937 rng(5);
+  const std::vector<u8> input = test::random_values<u8>(rng, serial_net::input_shape.elements());
+  const auto in_view = tensor_view<const u8>(input.data(), serial_net::input_shape);
+  std::vector<u8> expected(serial_net::output_shape.elements());
+  const serial_net::prepared sp = serial_net::prepare(w);
+  test::aligned_arena serial_arena(serial_net::arena_bytes);
+  serial_net::run(sp, in_view, tensor_view<u8>(expected.data(), serial_net::output_shape), serial_arena.bytes);
+  CHECK(std::set<u8>(expected.begin(), expected.end()).size() > 8);
+
+  const threaded_net::prepared tp = threaded_net::prepare(tw);
+  test::aligned_arena arena(threaded_net::arena_bytes);
+  for (int threads = 1; threads <= max_test_threads; ++threads) {
+    CAPTURE(threads);
+    thread_pool pool(threads);
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      std::vector<u8> got(expected.size(), u8{0x5A});
+      const long before = test::heap_allocations();
+      threaded_net::run(tp, in_view, tensor_view<u8>(got.data(), threaded_net::output_shape), arena.bytes, pool);
+      CHECK(test::heap_allocations() == before);
+      CHECK(got == expected);
+    }
+  }
+  // The counter itself works (under ThreadSanitizer too, where a malloc hook counts).
+  const long before_probe = test::heap_allocations();
+  void* probe = ::operator new(16);  // a direct call: unlike a new-expression, it may not be elided
+  ::operator delete(probe);
+  CHECK(test::heap_allocations() >= before_probe + 1);
+
+  // A pool larger than max_threads uses max_threads of them.
+  thread_pool wide(max_test_threads + 2);
+  std::vector<u8> got(expected.size());
+  kinds_net<2>::weights w2;
+  REQUIRE(kinds_net<2>::load(blob, w2));
+  test::aligned_arena small_arena(kinds_net<2>::arena_bytes);
+  kinds_net<2>::run(kinds_net<2>::prepare(w2), in_view, tensor_view<u8>(got.data(), kinds_net<2>::output_shape),
+                    small_arena.bytes, wide);
+  CHECK(got == expected);
+}
+
+TEST_CASE("parallel: profile() runs a network on threads and times every op layer") {
+  using net = kinds_net<2>;
+  const net::weights w = random_weights<net>(3);
+  const net::prepared p = net::prepare(w);
+  std::vector<u8> input(net::input_shape.elements(), u8{90}), output(net::output_shape.elements());
+  test::aligned_arena arena(net::arena_bytes);
+  thread_pool pool(2);
+  const auto report = profile<net>(p, tensor_view<const u8>(input.data(), net::input_shape),
+                                   tensor_view<u8>(output.data(), net::output_shape), arena.bytes, 3, nullptr, pool);
+  CHECK(report.runs == 3);
+  CHECK(report.total_ms > 0);
+  for (std::size_t i = 0; i < net::layer_count; ++i)
+    if (net::topology.layers[i].role == layer_role::op) CHECK(report.layer_ms[i] > 0);
+}
+
+}  // namespace
