@@ -16,9 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "mosaiq/reference.hpp"
-
 #include "allocation_counter.hpp"
+#include "mosaiq/reference.hpp"
 #include "support.hpp"
 
 namespace {

@@ -106,8 +106,7 @@ struct conv_kernel_executor {
 template <class T, std::size_t N>
 input_views<T, N> rows_of(const input_views<T, N>& in, row_band band) noexcept {
   input_views<T, N> rows{};
-  for (std::size_t i = 0; i < N; ++i)
-    rows[i] = in[i].height() == 1 ? in[i] : in[i].row_slice(band.first, band.rows());
+  for (std::size_t i = 0; i < N; ++i) rows[i] = in[i].height() == 1 ? in[i] : in[i].row_slice(band.first, band.rows());
   return rows;
 }
 
