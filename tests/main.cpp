@@ -3,7 +3,21 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "native_isa.hpp"
+
+// Every translation unit of a test binary is compiled for its ISA level, and the compiler may use
+// that level's instructions in their static initializers (doctest's test registrations), which run
+// before main: on a CPU without them the binary would fault instead of skipping. A constructor of
+// priority 101 runs before every default-priority initializer.
+[[gnu::constructor(101)]] static void skip_before_static_initialization() {
+  if (mosaiq::simd::cpu_supports_native_isa()) return;
+  mosaiq::test::announce_native_isa("mosaiq tests");  // prints why it skips
+  std::fflush(stdout);
+  std::_Exit(77);
+}
 
 int main(int argc, char** argv) {
   if (!mosaiq::test::announce_native_isa("mosaiq tests")) return 77;
