@@ -150,6 +150,7 @@ std::optional<std::vector<float>> scaled_weights(const graph& g, const graph_op&
   const auto* weights = float_values(g, conv.inputs[1]);
   const auto& shape = tensor_at(g, conv.inputs[1]).shape;
   const bool channel_last = conv.op == builtin::depthwise_conv_2d;
+  if (shape.empty()) return std::nullopt;
   const auto channels = static_cast<std::size_t>(channel_last ? shape.back() : shape.front());
   if (!weights || channels != scale.size() || weights->empty()) return std::nullopt;
   std::vector<float> out(*weights);
@@ -162,7 +163,7 @@ bool fold_batch_norm_at(graph& g, const uses& u, int position) {
   graph_op conv = g.ops[static_cast<std::size_t>(position)];
   if (!is_linear(conv.op) || fused_of(conv) != activation::none) return false;
   const tensor_index y = conv.outputs[0];
-  if (!is_float(tensor_at(g, y))) return false;
+  if (!is_float(tensor_at(g, y)) || tensor_at(g, y).shape.empty()) return false;  // a scalar has no channels
   const auto channels = tensor_at(g, y).shape.back();
   const int mul = sole_reader(u, y);
   if (mul < 0 || g.ops[static_cast<std::size_t>(mul)].op != builtin::mul) return false;
