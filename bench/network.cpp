@@ -157,20 +157,22 @@ void print_layer_comparison(Problem& p, const Twin& twin) {
   const char* env = std::getenv("MOSAIQ_BENCH_PROFILE");
   if (env == nullptr) return;
   const int runs = std::max(1, std::atoi(env));
-  const auto mine = profile<net>(*p.prepared, tensor_view<const typename net::element_type>(p.input.data(), net::input_shape),
-                                 tensor_view<typename net::element_type>(p.output.data(), net::output_shape),
-                                 p.arena.span(), runs, nullptr);
+  const auto mine = profile<net>(
+      *p.prepared, tensor_view<const typename net::element_type>(p.input.data(), net::input_shape),
+      tensor_view<typename net::element_type>(p.output.data(), net::output_shape), p.arena.span(), runs, nullptr);
   const std::vector<double> theirs = twin.ops->profile(runs, net::layer_count);
   std::fprintf(stderr, "\n%s, per layer (ms, average of %d runs)\n", Problem::case_name().c_str(), runs);
-  std::fprintf(stderr, "| # | op | output | MACs | mosaiq ms | xnnpack ms | xnnpack/mosaiq |\n|---|---|---|---:|---:|---:|---:|\n");
+  std::fprintf(
+      stderr,
+      "| # | op | output | MACs | mosaiq ms | xnnpack ms | xnnpack/mosaiq |\n|---|---|---|---:|---:|---:|---:|\n");
   double total_mine = 0, total_theirs = 0;
   for (std::size_t i = 0; i < net::layer_count; ++i) {
     if (net::topology.layers[i].role != layer_role::op) continue;
     const shape s = net::layer_shapes[i];
     total_mine += mine.layer_ms[i], total_theirs += theirs[i];
-    std::fprintf(stderr, "| %zu | %s | %dx%dx%d | %llu | %.4f | %.4f | %.2f |\n", i, layer_kind<net>(i).data(), s.height,
-                 s.width, s.channels, static_cast<unsigned long long>(net::layer_macs[i]), mine.layer_ms[i], theirs[i],
-                 mine.layer_ms[i] > 0 ? theirs[i] / mine.layer_ms[i] : 0.0);
+    std::fprintf(stderr, "| %zu | %s | %dx%dx%d | %llu | %.4f | %.4f | %.2f |\n", i, layer_kind<net>(i).data(),
+                 s.height, s.width, s.channels, static_cast<unsigned long long>(net::layer_macs[i]), mine.layer_ms[i],
+                 theirs[i], mine.layer_ms[i] > 0 ? theirs[i] / mine.layer_ms[i] : 0.0);
   }
   std::fprintf(stderr, "| | total | | %llu | %.4f | %.4f | %.2f |\n\n", static_cast<unsigned long long>(net::macs),
                total_mine, total_theirs, total_theirs / total_mine);
@@ -285,10 +287,12 @@ struct face_problem {
     const char* models = std::getenv("MOSAIQ_FACE_MODEL_DIR");
     const char* package = std::getenv("MOSAIQ_FACE_API_DIR");
     if (models == nullptr || package == nullptr)
-      throw std::runtime_error("set MOSAIQ_FACE_MODEL_DIR (face_convert output) and MOSAIQ_FACE_API_DIR (scripts/bench does)");
+      throw std::runtime_error(
+          "set MOSAIQ_FACE_MODEL_DIR (face_convert output) and MOSAIQ_FACE_API_DIR (scripts/bench does)");
     face::load_model(std::string(models) + "/face_" + std::string(element_name<T>()) + ".mosaiq", *model);
     detector = std::make_unique<face::detector<T>>(*model);
-    input = face::to_network_elements<T>(face::network_input(face::load_rgb(std::string(package) + "/demo/sample1.jpg")));
+    input =
+        face::to_network_elements<T>(face::network_input(face::load_rgb(std::string(package) + "/demo/sample1.jpg")));
     run();
     face_count = detector->postprocess({}, faces);
   }

@@ -47,10 +47,11 @@ int run(const std::string& model_path, const std::string& photo, const std::stri
   std::vector<T> last(net::output_shape.elements());
   mosaiq::profile<net>(detector->prepared(), view, mosaiq::tensor_view<T>(last.data(), net::output_shape),
                        detector->arena(), 5, stdout, pool);
-  std::printf("arena %zu bytes (peak live %zu, plan efficiency %.3f), weights %zu bytes, post-processing scratch %zu "
-              "bytes\n",
-              net::arena_bytes, net::peak_live_bytes, net::plan_efficiency, std::size_t(net::weight_bytes),
-              sizeof(face::postprocess_scratch));
+  std::printf(
+      "arena %zu bytes (peak live %zu, plan efficiency %.3f), weights %zu bytes, post-processing scratch %zu "
+      "bytes\n",
+      net::arena_bytes, net::peak_live_bytes, net::plan_efficiency, std::size_t(net::weight_bytes),
+      sizeof(face::postprocess_scratch));
   if (!annotated.empty()) {
     face::write_image(image, annotated);
     std::printf("wrote %s\n", annotated.c_str());

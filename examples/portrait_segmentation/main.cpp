@@ -155,11 +155,12 @@ int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int ru
   for (const mq::layer_node& node : net::topology.layers) ops += node.role == mq::layer_role::op;
   std::printf("mosaiq portrait segmentation (HyperCut-style), %s, ISA %s\n", is_u8 ? "uint8" : "int8",
               mq::simd::to_string(mq::simd::native_isa).data());
-  std::printf("SPEED AND COMPOSITION DEMO: random fixed-seed weights, not a trained model; the mask is not a "
-              "segmentation.\n\n");
-  std::printf("network   %dx%dx%d -> %dx%dx%d, %zu layers (%zu ops)\n", net::input_shape.height,
-              net::input_shape.width, net::input_shape.channels, net::output_shape.height, net::output_shape.width,
-              net::output_shape.channels, net::layer_count, ops);
+  std::printf(
+      "SPEED AND COMPOSITION DEMO: random fixed-seed weights, not a trained model; the mask is not a "
+      "segmentation.\n\n");
+  std::printf("network   %dx%dx%d -> %dx%dx%d, %zu layers (%zu ops)\n", net::input_shape.height, net::input_shape.width,
+              net::input_shape.channels, net::output_shape.height, net::output_shape.width, net::output_shape.channels,
+              net::layer_count, ops);
   std::printf("cost      %.2f M MACs, %llu parameters (%llu weight bytes)\n", double(net::macs) / 1e6,
               static_cast<unsigned long long>(net::params), static_cast<unsigned long long>(net::weight_bytes));
   std::printf("memory    arena %zu bytes, peak live %zu bytes, plan efficiency %.3f (compile-time plan)\n",

@@ -33,8 +33,10 @@ template <quantized_element T>
 inline clamp_range activation_range(activation act, quant_params output) noexcept {
   constexpr std::int32_t qmin = element_traits<T>::min, qmax = element_traits<T>::max;
   switch (act) {
-    case activation::none: return {qmin, qmax};
-    case activation::relu: return {std::max(qmin, detail::quantize_for_range(0.0f, output)), qmax};
+    case activation::none:
+      return {qmin, qmax};
+    case activation::relu:
+      return {std::max(qmin, detail::quantize_for_range(0.0f, output)), qmax};
     case activation::relu6:
       return {std::max(qmin, detail::quantize_for_range(0.0f, output)),
               std::min(qmax, detail::quantize_for_range(6.0f, output))};
@@ -48,10 +50,14 @@ inline clamp_range activation_range(activation act, quant_params output) noexcep
 /// Float counterpart used by float reference ops.
 inline float apply_activation(activation act, float v) noexcept {
   switch (act) {
-    case activation::none: return v;
-    case activation::relu: return std::max(v, 0.0f);
-    case activation::relu6: return std::clamp(v, 0.0f, 6.0f);
-    case activation::relu_n1_to_1: return std::clamp(v, -1.0f, 1.0f);
+    case activation::none:
+      return v;
+    case activation::relu:
+      return std::max(v, 0.0f);
+    case activation::relu6:
+      return std::clamp(v, 0.0f, 6.0f);
+    case activation::relu_n1_to_1:
+      return std::clamp(v, -1.0f, 1.0f);
   }
   return v;
 }

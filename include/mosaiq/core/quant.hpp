@@ -73,14 +73,11 @@ inline quantized_multiplier quantize_multiplier(double real_multiplier) noexcept
 }
 
 /// Effective conv multiplier as TFLite derives it. Per-channel (int8): double products.
-inline double conv_real_multiplier_per_channel(float input_scale, float filter_scale,
-                                               float output_scale) noexcept {
-  return static_cast<double>(input_scale) * static_cast<double>(filter_scale) /
-         static_cast<double>(output_scale);
+inline double conv_real_multiplier_per_channel(float input_scale, float filter_scale, float output_scale) noexcept {
+  return static_cast<double>(input_scale) * static_cast<double>(filter_scale) / static_cast<double>(output_scale);
 }
 /// Per-tensor uint8 (GetQuantizedConvolutionMultipler): the input*filter product is a float first.
-inline double conv_real_multiplier_per_tensor(float input_scale, float filter_scale,
-                                              float output_scale) noexcept {
+inline double conv_real_multiplier_per_tensor(float input_scale, float filter_scale, float output_scale) noexcept {
   return static_cast<double>(input_scale * filter_scale) / static_cast<double>(output_scale);
 }
 
@@ -120,9 +117,7 @@ constexpr requant_scale prepare_scale(quantized_multiplier q) noexcept {
 }
 
 /// Whether a (multiplier, shift) pair is inside the domain both modes define.
-constexpr bool is_valid_multiplier(quantized_multiplier q) noexcept {
-  return q.shift >= -31 && q.shift <= 30;
-}
+constexpr bool is_valid_multiplier(quantized_multiplier q) noexcept { return q.shift >= -31 && q.shift <= 30; }
 
 /// TFLite MultiplyByQuantizedMultiplier. Overflow follows what TFLite's release builds do on
 /// every target: the left shift and the final narrowing wrap modulo 2^32 (the SIMD twins do the
@@ -149,8 +144,9 @@ template <rounding Mode, quantized_element T>
 constexpr T requantize(std::int32_t acc, requant_scale s, std::int32_t output_zero_point, std::int32_t clamp_min,
                        std::int32_t clamp_max) noexcept {
   // The zero-point add wraps like the SIMD adds do (only reachable with out-of-range scales).
-  std::int32_t v = static_cast<std::int32_t>(static_cast<std::uint32_t>(multiply_by_quantized_multiplier<Mode>(acc, s)) +
-                                             static_cast<std::uint32_t>(output_zero_point));
+  std::int32_t v =
+      static_cast<std::int32_t>(static_cast<std::uint32_t>(multiply_by_quantized_multiplier<Mode>(acc, s)) +
+                                static_cast<std::uint32_t>(output_zero_point));
   v = v < clamp_min ? clamp_min : v;
   v = v > clamp_max ? clamp_max : v;
   return static_cast<T>(v);
