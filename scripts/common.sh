@@ -6,7 +6,7 @@ MOSAIQ_JOBS=${MOSAIQ_JOBS:-$(nproc)}
 
 # Packages every build needs, and the ones only some stages use.
 MOSAIQ_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libxsimd-dev doctest-dev)
-MOSAIQ_TEST_PACKAGES=(meson clang libclang-rt-14-dev g++-aarch64-linux-gnu g++-arm-linux-gnueabihf libopencv-dev
+MOSAIQ_TEST_PACKAGES=(meson clang clang-format libclang-rt-14-dev g++-aarch64-linux-gnu g++-arm-linux-gnueabihf libopencv-dev
                       flatbuffers-compiler libflatbuffers-dev
                       qemu-user-static libgemmlowp-dev)
 # ocl-icd-opencl-dev: dnnl-config.cmake calls find_package(OpenCL REQUIRED); apt only recommends it.
