@@ -73,7 +73,7 @@ void peak_chains(benchmark::State& state) {
 #if defined(__AVX512VNNI__)
 /// acc += u8 x s8 dot products of 4, one vpdpbusd zmm in place. Inline asm, not
 /// _mm512_dpbusd_epi32: GCC 12 copies the accumulator to another register around every call of the
-/// intrinsic, which costs about 5% of the peak here.
+/// intrinsic, and the extra moves would count against the peak this row measures.
 inline void vpdpbusd(__m512i& acc, __m512i u8s, __m512i s8s) {
   asm volatile("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8s), "v"(s8s));
 }
