@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -350,6 +351,35 @@ TEST_CASE("net: uint8 residual network equals the reference ops chained by hand"
   // The softmax output is not degenerate (not all one class), so the comparison means something.
   CHECK(std::set<u8>(expected.begin(), expected.end()).size() > 8);
   check_network<small_net>(w, input, expected);
+}
+
+// A layer's config is its op's (one definition of each field), so a layer may pick the op's register tiles: the
+// same residual network with non-default tiles gives the same bytes.
+static_assert(std::same_as<layers::conv2d_config, mosaiq::conv2d_config> &&
+              std::same_as<layers::depthwise_config, mosaiq::depthwise_config> &&
+              std::same_as<layers::pointwise_config, mosaiq::pointwise_config> &&
+              std::same_as<layers::resize_config, mosaiq::resize_config>);
+using small_tiled_net =
+    network<input<u8, 8, 8, 3>,                                                                           //
+            layers::conv2d<layers::conv2d_config{.out_channels = 8, .stride = {2, 2}, .tile = {3, 16}}>,  //
+            layers::tap<"skip">,                                                                          //
+            layers::depthwise<layers::depthwise_config{.kernel = {3, 3}, .tile = {3, 1}}>,                //
+            layers::add<"skip">,                                                                          //
+            layers::pointwise<layers::pointwise_config{.out_channels = 4, .tile = {5, 32}}>,              //
+            layers::resize_bilinear<layers::resize_config{.scale = 2}>,                                   //
+            layers::softmax<>>;
+static_assert(small_tiled_net::layer_shapes == small_net::layer_shapes && small_tiled_net::macs == small_net::macs);
+
+TEST_CASE("net: layers take their op's config, register tiles included, with the same results") {
+  const small_net::weights w = make_small_weights(11);
+  small_tiled_net::weights tiled_w;
+  tiled_w.input = w.input;
+  tiled_w.layer<0>() = w.layer<0>();
+  tiled_w.layer<2>() = w.layer<2>();
+  tiled_w.layer<3>() = w.layer<3>();
+  tiled_w.layer<4>() = w.layer<4>();
+  const std::vector<u8> input = random_tensor<u8>(small_net::input_shape, 5);
+  check_network<small_tiled_net>(tiled_w, input, small_net_by_hand(w, input));
 }
 
 // A classifier head ending in log-softmax (21 classes: the vector path across pixels), int8, run in place.

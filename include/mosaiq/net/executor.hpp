@@ -126,6 +126,13 @@ inline pool_band pool_band_for(shape in, const pool_params& p, row_band band) no
   return {{first, last}, params};
 }
 
+/// A layer's op config with the network's rounding (layers leave `.round` unset).
+template <class Config>
+constexpr Config with_rounding(Config config, rounding round) noexcept {
+  config.round = round;
+  return config;
+}
+
 template <class Pool, class T>
 void run_pool_rows(Pool pool, const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& p,
                    quant_params q, row_band band) {
@@ -137,42 +144,21 @@ void run_pool_rows(Pool pool, const tensor_view<const T>& in, const tensor_view<
 
 template <layers::conv2d_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::conv2d<C>, T, R, In, Out>
-    // Register tile: the kernel's default for the ISA compiled for.
-    : detail::conv_kernel_executor<mosaiq::conv2d<mosaiq::conv2d_config{.out_channels = C.out_channels,
-                                                                        .kernel = C.kernel,
-                                                                        .stride = C.stride,
-                                                                        .dilation = C.dilation,
-                                                                        .pad = C.pad,
-                                                                        .act = C.act,
-                                                                        .round = R},
-                                                  T>,
-                                   T, R, In.channels, C.act> {
+    : detail::conv_kernel_executor<mosaiq::conv2d<detail::with_rounding(C, R), T>, T, R, In.channels, C.act> {
   // A window reads input pixels around the output pixel it writes.
   static constexpr bool in_place = false;
 };
 
 template <layers::depthwise_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::depthwise<C>, T, R, In, Out>
-    // Tile and channel block: the kernel's defaults for the ISA compiled for.
-    : detail::conv_kernel_executor<mosaiq::depthwise<mosaiq::depthwise_config{.kernel = C.kernel,
-                                                                              .stride = C.stride,
-                                                                              .dilation = C.dilation,
-                                                                              .pad = C.pad,
-                                                                              .depth_multiplier = C.depth_multiplier,
-                                                                              .act = C.act,
-                                                                              .round = R},
-                                                     T>,
-                                   T, R, In.channels, C.act> {
+    : detail::conv_kernel_executor<mosaiq::depthwise<detail::with_rounding(C, R), T>, T, R, In.channels, C.act> {
   // A window reads input rows around the output row it writes.
   static constexpr bool in_place = false;
 };
 
 template <layers::pointwise_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::pointwise<C>, T, R, In, Out>
-    // Register tile: the kernel's default for the ISA compiled for.
-    : detail::conv_kernel_executor<
-          mosaiq::pointwise<mosaiq::pointwise_config{.out_channels = C.out_channels, .act = C.act, .round = R}, T>, T,
-          R, In.channels, C.act> {
+    : detail::conv_kernel_executor<mosaiq::pointwise<detail::with_rounding(C, R), T>, T, R, In.channels, C.act> {
   // Not claimed: equal shapes would run in place only because the kernel copies a block of pixels
   // into its workspace before writing them, a detail of ops/pointwise.hpp rather than its contract.
   static constexpr bool in_place = false;
@@ -223,7 +209,7 @@ struct executor<layers::global_average_pool<U>, T, R, In, Out> : detail::plain_e
 /// (bilinear other than 2x, align_corners) run the reference inside the kernel.
 template <layers::resize_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::resize_bilinear<C>, T, R, In, Out> : detail::same_quantization_executor {
-  using kernel = mosaiq::resize_bilinear<mosaiq::resize_config{.scale = C.scale, .mode = C.mode}, T>;
+  using kernel = mosaiq::resize_bilinear<C, T>;
   static void run(const state&, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
     kernel::run(in[0], out);
   }
@@ -235,7 +221,7 @@ struct executor<layers::resize_bilinear<C>, T, R, In, Out> : detail::same_quanti
 
 template <layers::resize_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::resize_nearest<C>, T, R, In, Out> : detail::same_quantization_executor {
-  using kernel = mosaiq::resize_nearest<mosaiq::resize_config{.scale = C.scale, .mode = C.mode}, T>;
+  using kernel = mosaiq::resize_nearest<C, T>;
   static void run(const state&, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
     kernel::run(in[0], out);
   }

@@ -20,6 +20,10 @@
 #include "mosaiq/core/resize_mode.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/conv.hpp"
+#include "mosaiq/ops/depthwise.hpp"
+#include "mosaiq/ops/pointwise.hpp"
+#include "mosaiq/ops/resize.hpp"
 
 namespace mosaiq {
 
@@ -109,15 +113,11 @@ constexpr std::uint64_t count(shape s) noexcept { return s.elements(); }
 // ---------------------------------------------------------------------------------------------
 // Windowed convolutions.
 
-struct conv2d_config {
-  int out_channels = 0;
-  hw kernel{3, 3};
-  hw stride{1, 1};
-  hw dilation{1, 1};
-  padding pad = padding::same();
-  activation act = activation::none;
-  friend constexpr bool operator==(const conv2d_config&, const conv2d_config&) = default;
-};
+// A layer's config is its op's config (ops/), so a field added to an op is a field of its layer. The
+// network's input<..., Round> decides the rounding of every layer: `.round` stays unset in a layer.
+using conv2d_config = mosaiq::conv2d_config;
+using depthwise_config = mosaiq::depthwise_config;
+using pointwise_config = mosaiq::pointwise_config;
 
 constexpr shape_result windowed_output(shape in, hw kernel, hw stride, hw dilation, padding pad, int channels,
                                        bool config_ok) noexcept {
@@ -131,6 +131,8 @@ constexpr shape_result windowed_output(shape in, hw kernel, hw stride, hw dilati
 /// General convolution, filter [Cout][KH][KW][Cin].
 template <conv2d_config Config>
 struct conv2d {
+  static_assert(Config.round == rounding::tflite_reference,
+                "mosaiq::layers::conv2d: the network's input<..., Round> sets the rounding: leave .round unset");
   static constexpr conv2d_config config = Config;
   static constexpr layer_role role = layer_role::op;
   static constexpr std::string_view kind = "conv2d";
@@ -148,19 +150,11 @@ struct conv2d {
       conv_weights<T, std::size_t(Out.channels) * Config.kernel.h * Config.kernel.w * In.channels, Out.channels>;
 };
 
-struct depthwise_config {
-  hw kernel{3, 3};
-  hw stride{1, 1};
-  hw dilation{1, 1};
-  padding pad = padding::same();
-  int depth_multiplier = 1;
-  activation act = activation::none;
-  friend constexpr bool operator==(const depthwise_config&, const depthwise_config&) = default;
-};
-
 /// Depthwise convolution, filter [KH][KW][C*M], output channel ic * M + m.
 template <depthwise_config Config = depthwise_config{}>
 struct depthwise {
+  static_assert(Config.round == rounding::tflite_reference,
+                "mosaiq::layers::depthwise: the network's input<..., Round> sets the rounding: leave .round unset");
   static constexpr depthwise_config config = Config;
   static constexpr layer_role role = layer_role::op;
   static constexpr std::string_view kind = "depthwise";
@@ -178,15 +172,11 @@ struct depthwise {
   using weights = conv_weights<T, std::size_t(Config.kernel.h) * Config.kernel.w * Out.channels, Out.channels>;
 };
 
-struct pointwise_config {
-  int out_channels = 0;
-  activation act = activation::none;
-  friend constexpr bool operator==(const pointwise_config&, const pointwise_config&) = default;
-};
-
 /// 1x1 convolution, filter [Cout][Cin].
 template <pointwise_config Config>
 struct pointwise {
+  static_assert(Config.round == rounding::tflite_reference,
+                "mosaiq::layers::pointwise: the network's input<..., Round> sets the rounding: leave .round unset");
   static constexpr pointwise_config config = Config;
   static constexpr layer_role role = layer_role::op;
   static constexpr std::string_view kind = "pointwise";
@@ -207,6 +197,8 @@ struct pointwise {
 // ---------------------------------------------------------------------------------------------
 // Pooling, resize, softmax: no weights; pooling and resize keep the input quantization.
 
+/// Not the op's pool_params: a pool layer defaults to 2x2 windows at stride 2 (the usual downsampling step), the op
+/// to no kernel and stride 1.
 struct pool_config {
   hw kernel{2, 2};
   hw stride{2, 2};
@@ -254,14 +246,12 @@ struct global_average_pool {
   using weights = output_quant_weights;
 };
 
-struct resize_config {
-  int scale = 2;
-  resize_mode mode = resize_mode::half_pixel;
-  friend constexpr bool operator==(const resize_config&, const resize_config&) = default;
-};
+using resize_config = mosaiq::resize_config;
 
 template <resize_config Config, std::string_view const& Kind, std::uint64_t TapsPerOutput>
 struct resize_layer {
+  static_assert(Config.out_height == 0 && Config.out_width == 0,
+                "mosaiq::layers: a resize layer scales by an integer .scale; .out_height and .out_width are the op's");
   static constexpr resize_config config = Config;
   static constexpr layer_role role = layer_role::op;
   static constexpr std::string_view kind = Kind;
@@ -285,6 +275,7 @@ struct resize_bilinear : resize_layer<Config, resize_bilinear_kind, 4> {};
 template <resize_config Config = resize_config{}>
 struct resize_nearest : resize_layer<Config, resize_nearest_kind, 0> {};
 
+/// Not the op's softmax_config, which is the channel count (a layer takes it from its input shape): beta.
 struct softmax_config {
   float beta = 1.0f;
   friend constexpr bool operator==(const softmax_config&, const softmax_config&) = default;
