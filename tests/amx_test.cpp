@@ -8,6 +8,8 @@
 // 3x3 s2 layer (16x16x256 -> 512). Where the build, the CPU or the OS lacks AMX, every test prints
 // "skipped: AMX not available (<reason>)" and a warning instead of passing silently (builds without
 // the AMX path compile only that message).
+#include "mosaiq/simd/amx.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -26,13 +28,14 @@
 #include "mosaiq/reference/conv.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/pointwise.hpp"
-#include "mosaiq/simd/amx.hpp"
 #include "support.hpp"
 
 namespace {
 
 using namespace mosaiq;
 using reference::conv_requant;
+using test::random_requant;
+using test::stored_tensor;
 
 /// True when AMX runs here; otherwise reports why, visibly (message, warning and stdout).
 bool amx_or_skip() {
@@ -54,41 +57,6 @@ struct amx_switch {
   amx_switch& operator=(const amx_switch&) = delete;
 };
 
-/// `act`, `amplify` and `zero_point_at_min` select the epilogue variants: an activation clamp keeps
-/// the zero point out of the rounding offsets, amplify > 1 makes multipliers above one (left
-/// shifts), an output zero point at the type's minimum (TFLite's ReLU outputs) drops the sign blend.
-template <rounding R, class T>
-conv_requant random_requant(std::mt19937& rng, int output_channels, int input_zp, int filter_zp, int k,
-                            activation act = activation::none, float amplify = 1.0f,
-                            bool zero_point_at_min = false) {
-  std::uniform_real_distribution<float> scale(0.5f, 2.0f);
-  const quant_params input{0.02f * scale(rng), input_zp};
-  // Output scale grows with sqrt(K) so that outputs spread over the range instead of saturating.
-  const float spread = std::sqrt(static_cast<float>(k));
-  const int output_zp =
-      zero_point_at_min
-          ? element_traits<T>::min
-          : std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1, element_traits<T>::max / 2)(rng);
-  const quant_params output{0.01f * spread * scale(rng) / amplify, output_zp};
-  std::vector<float> filter_scales;
-  if constexpr (std::same_as<T, u8>)
-    filter_scales.push_back(0.004f * scale(rng));
-  else
-    for (int c = 0; c < output_channels; ++c) filter_scales.push_back(0.01f * scale(rng));
-  return reference::make_conv_requant<R, T>(input, filter_scales, filter_zp, output, act);
-}
-
-/// A tensor one element past an aligned start, pixels `stride` apart, canaries around and between.
-template <class T>
-struct stored_tensor {
-  std::vector<T> buffer;
-  tensor_view<T> view;
-  stored_tensor(shape s, int batch, int pixel_stride, T fill)
-      : buffer(s.pixels() * static_cast<std::size_t>(batch) * static_cast<std::size_t>(pixel_stride) + 1 + 19, fill) {
-    view = tensor_view<T>(buffer.data() + 1, s, batch, pixel_stride);
-  }
-};
-
 /// A filter for one problem: u8 alternates between weights over the whole range (w - zp leaves
 /// int8: split weights) and weights around the zero point; i8 uses the whole range.
 template <class T>
@@ -103,16 +71,15 @@ struct config_case {
 };
 
 constexpr rounding single = rounding::single_round;
-using configs = std::tuple<config_case<pointwise_config{.out_channels = 1}>,
-                           config_case<pointwise_config{.out_channels = 1, .round = single}>,
-                           config_case<pointwise_config{.out_channels = 8}>,
-                           config_case<pointwise_config{.out_channels = 8, .round = single}>,
-                           config_case<pointwise_config{.out_channels = 17}>,
-                           config_case<pointwise_config{.out_channels = 17, .round = single}>,
-                           config_case<pointwise_config{.out_channels = 64}>,
-                           config_case<pointwise_config{.out_channels = 64, .round = single}>,
-                           config_case<pointwise_config{.out_channels = 100}>,
-                           config_case<pointwise_config{.out_channels = 100, .round = single}>>;
+using configs = std::tuple<
+    config_case<pointwise_config{.out_channels = 1}>, config_case<pointwise_config{.out_channels = 1, .round = single}>,
+    config_case<pointwise_config{.out_channels = 8}>, config_case<pointwise_config{.out_channels = 8, .round = single}>,
+    config_case<pointwise_config{.out_channels = 17}>,
+    config_case<pointwise_config{.out_channels = 17, .round = single}>,
+    config_case<pointwise_config{.out_channels = 64}>,
+    config_case<pointwise_config{.out_channels = 64, .round = single}>,
+    config_case<pointwise_config{.out_channels = 100}>,
+    config_case<pointwise_config{.out_channels = 100, .round = single}>>;
 
 struct pixels_case {
   int height, width, batch;
@@ -155,8 +122,14 @@ void check_pointwise_grid(std::uint32_t seed) {
       CAPTURE(static_cast<int>(act));
       CAPTURE(amplify);
       CAPTURE(zero_point_at_min);
-      const conv_requant q =
-          random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, ic, act, amplify, zero_point_at_min);
+      const conv_requant q = random_requant<Cfg.round, T>(rng, oc,
+                                                          {.input_zero_point = input_zp,
+                                                           .filter_zero_point = filter_zp,
+                                                           .act = act,
+                                                           .output_scale = 0.01f,
+                                                           .taps = ic,
+                                                           .amplify = amplify,
+                                                           .output_zero_point_at_min = zero_point_at_min});
       REQUIRE(!q.scales.empty());
 
       const bool strided = variant % 3 == 0;
@@ -191,20 +164,22 @@ void check_conv_problem(std::mt19937& rng, shape in_shape, int variant) {
   const shape out_shape = conv2d<Cfg, T>::output_shape(in_shape);
   const bool wide = variant % 2 == 0;
   const int filter_zp =
-      std::same_as<T, u8> ? (wide ? test::extreme_zero_point<u8>(rng, variant / 2) : 100 + static_cast<int>(rng() % 56)) : 0;
+      std::same_as<T, u8> ? (wide ? test::extreme_zero_point<u8>(rng, variant / 2) : 100 + static_cast<int>(rng() % 56))
+                          : 0;
   const int input_zp = test::extreme_zero_point<T>(rng, variant + 1);
   CAPTURE(filter_zp);
   CAPTURE(input_zp);
   const std::vector<T> filter = random_filter<T>(rng, static_cast<std::size_t>(oc) * k, wide, filter_zp);
   std::vector<std::int32_t> bias(oc);
   for (auto& b : bias) b = std::uniform_int_distribution<std::int32_t>(-20000, 20000)(rng);
-  const conv_requant q = random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, k);
+  const conv_requant q = random_requant<Cfg.round, T>(
+      rng, oc, {.input_zero_point = input_zp, .filter_zero_point = filter_zp, .output_scale = 0.01f, .taps = k});
   stored_tensor<T> input(in_shape, 1, in_shape.channels, T{0});
   for (T& x : input.buffer) x = test::random_values<T>(rng, 1)[0];
   stored_tensor<T> expected(out_shape, 1, oc, T{7}), amx(out_shape, 1, oc, T{7}), vnni(out_shape, 1, oc, T{7});
-  reference::conv2d<Cfg.round, T>(input.view, filter.data(), bias.data(), expected.view,
-                                  {.kernel = Cfg.kernel, .stride = Cfg.stride, .dilation = Cfg.dilation, .pad = Cfg.pad},
-                                  q);
+  reference::conv2d<Cfg.round, T>(
+      input.view, filter.data(), bias.data(), expected.view,
+      {.kernel = Cfg.kernel, .stride = Cfg.stride, .dilation = Cfg.dilation, .pad = Cfg.pad}, q);
   const auto run = [&](bool on, stored_tensor<T>& out) {
     const amx_switch path(on);
     const conv2d<Cfg, T> layer(filter.data(), bias.data(), in_shape.channels, q);

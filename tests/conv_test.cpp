@@ -6,6 +6,8 @@
 // fit int8 after the filter zero point, fused activations (they are runtime clamps), pixel strides,
 // unaligned pointers and canaries around and between the output pixels. Plus the MobileNet stem,
 // a deep 3x3 s2 layer, static extents, misuse, channel slices and a PROT_NONE guard page.
+#include "mosaiq/ops/conv.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,17 +19,18 @@
 #include <tuple>
 #include <vector>
 
+#include "guard_page.hpp"
 #include "mosaiq/core.hpp"
-#include "mosaiq/ops/conv.hpp"
 #include "mosaiq/reference/conv.hpp"
 #include "mosaiq/reference/conv_common.hpp"
-#include "guard_page.hpp"
 #include "support.hpp"
 
 namespace {
 
 using namespace mosaiq;
 using reference::conv_requant;
+using test::random_requant;
+using test::stored_tensor;
 
 template <conv2d_config C>
 struct config_case {
@@ -42,41 +45,54 @@ constexpr rounding single = rounding::single_round;
 using configs = std::tuple<
     // 1x1: the patch is the pixel itself (packed from the input directly); strided and padded.
     config_case<conv2d_config{.out_channels = 3, .kernel = {1, 1}}>,
-    config_case<conv2d_config{.out_channels = 17, .kernel = {1, 1}, .stride = {2, 2}, .pad = padding::valid(),
-                              .round = single}>,
-    config_case<conv2d_config{.out_channels = 8, .kernel = {1, 1}, .stride = {3, 3},
-                              .pad = padding::explicit_pads(1, 0, 2, 1)}>,
+    config_case<conv2d_config{
+        .out_channels = 17, .kernel = {1, 1}, .stride = {2, 2}, .pad = padding::valid(), .round = single}>,
+    config_case<conv2d_config{
+        .out_channels = 8, .kernel = {1, 1}, .stride = {3, 3}, .pad = padding::explicit_pads(1, 0, 2, 1)}>,
     // 3x3
     config_case<conv2d_config{.out_channels = 8, .kernel = {3, 3}}>,
     config_case<conv2d_config{.out_channels = 64, .kernel = {3, 3}, .stride = {2, 2}, .round = single}>,
     config_case<conv2d_config{.out_channels = 17, .kernel = {3, 3}, .dilation = {2, 2}, .pad = padding::valid()}>,
-    config_case<conv2d_config{.out_channels = 1, .kernel = {3, 3}, .stride = {3, 3},
-                              .pad = padding::explicit_pads(1, 2, 0, 1), .round = single}>,
-    config_case<conv2d_config{.out_channels = 100, .kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2},
-                              .tile = {5, 32}}>,
+    config_case<conv2d_config{.out_channels = 1,
+                              .kernel = {3, 3},
+                              .stride = {3, 3},
+                              .pad = padding::explicit_pads(1, 2, 0, 1),
+                              .round = single}>,
+    config_case<conv2d_config{
+        .out_channels = 100, .kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}, .tile = {5, 32}}>,
     // 5x5
     config_case<conv2d_config{.out_channels = 64, .kernel = {5, 5}, .tile = {2, 64}, .round = single}>,
     config_case<conv2d_config{.out_channels = 3, .kernel = {5, 5}, .stride = {2, 2}, .pad = padding::valid()}>,
-    config_case<conv2d_config{.out_channels = 17, .kernel = {5, 5}, .stride = {3, 3}, .dilation = {2, 2},
+    config_case<conv2d_config{.out_channels = 17,
+                              .kernel = {5, 5},
+                              .stride = {3, 3},
+                              .dilation = {2, 2},
                               .pad = padding::explicit_pads(2, 2, 2, 2)}>,
     // 3x5
     config_case<conv2d_config{.out_channels = 100, .kernel = {3, 5}, .round = single}>,
-    config_case<conv2d_config{.out_channels = 8, .kernel = {3, 5}, .stride = {2, 2}, .dilation = {2, 2},
-                              .pad = padding::valid()}>,
-    config_case<conv2d_config{.out_channels = 1, .kernel = {3, 5}, .stride = {3, 3},
-                              .pad = padding::explicit_pads(0, 1, 2, 0)}>,
+    config_case<conv2d_config{
+        .out_channels = 8, .kernel = {3, 5}, .stride = {2, 2}, .dilation = {2, 2}, .pad = padding::valid()}>,
+    config_case<conv2d_config{
+        .out_channels = 1, .kernel = {3, 5}, .stride = {3, 3}, .pad = padding::explicit_pads(0, 1, 2, 0)}>,
     // 7x7
     config_case<conv2d_config{.out_channels = 64, .kernel = {7, 7}, .stride = {2, 2}}>,
-    config_case<conv2d_config{.out_channels = 3, .kernel = {7, 7}, .dilation = {2, 2},
-                              .pad = padding::explicit_pads(3, 3, 3, 3), .round = single}>,
-    config_case<conv2d_config{.out_channels = 17, .kernel = {7, 7}, .stride = {3, 3}, .pad = padding::valid(),
-                              .tile = {5, 32}}>,
-    // Anisotropic kernels, strides and dilations; 1xN (contiguous patch) and Nx1.
-    config_case<conv2d_config{.out_channels = 8, .kernel = {5, 3}, .stride = {1, 2}, .dilation = {2, 1},
+    config_case<conv2d_config{.out_channels = 3,
+                              .kernel = {7, 7},
+                              .dilation = {2, 2},
+                              .pad = padding::explicit_pads(3, 3, 3, 3),
                               .round = single}>,
+    config_case<conv2d_config{
+        .out_channels = 17, .kernel = {7, 7}, .stride = {3, 3}, .pad = padding::valid(), .tile = {5, 32}}>,
+    // Anisotropic kernels, strides and dilations; 1xN (contiguous patch) and Nx1.
+    config_case<conv2d_config{
+        .out_channels = 8, .kernel = {5, 3}, .stride = {1, 2}, .dilation = {2, 1}, .round = single}>,
     config_case<conv2d_config{.out_channels = 100, .kernel = {1, 3}, .stride = {2, 1}, .tile = {2, 64}}>,
-    config_case<conv2d_config{.out_channels = 3, .kernel = {3, 1}, .stride = {2, 3}, .dilation = {1, 2},
-                              .pad = padding::explicit_pads(2, 0, 0, 1), .round = single}>>;
+    config_case<conv2d_config{.out_channels = 3,
+                              .kernel = {3, 1},
+                              .stride = {2, 3},
+                              .dilation = {1, 2},
+                              .pad = padding::explicit_pads(2, 0, 0, 1),
+                              .round = single}>>;
 
 struct run_case {
   int input_channels, height, width, batch;
@@ -91,36 +107,6 @@ constexpr run_case run_cases[] = {
 };
 
 constexpr activation activations[] = {activation::none, activation::relu, activation::relu6};
-
-template <rounding R, class T>
-conv_requant random_requant(std::mt19937& rng, int output_channels, int input_zp, int filter_zp, activation act,
-                            int taps) {
-  std::uniform_real_distribution<float> scale(0.5f, 2.0f);
-  const quant_params input{0.02f * scale(rng), input_zp};
-  // Output scale grows with sqrt(taps) so that outputs spread over the range instead of saturating.
-  const float spread = std::sqrt(static_cast<float>(taps));
-  const quant_params output{
-      0.01f * spread * scale(rng),
-      std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1, element_traits<T>::max / 2)(rng)};
-  std::vector<float> filter_scales;
-  if constexpr (std::same_as<T, u8>)
-    filter_scales.push_back(0.004f * scale(rng));
-  else
-    for (int c = 0; c < output_channels; ++c) filter_scales.push_back(0.01f * scale(rng));
-  return reference::make_conv_requant<R, T>(input, filter_scales, filter_zp, output, act);
-}
-
-// A tensor in a buffer with one element of lead (unaligned data), pixels `stride` apart and canary
-// elements around and between pixels.
-template <class T>
-struct stored_tensor {
-  std::vector<T> buffer;
-  tensor_view<T> view;
-  stored_tensor(shape s, int batch, int pixel_stride, T fill)
-      : buffer(s.pixels() * static_cast<std::size_t>(batch) * static_cast<std::size_t>(pixel_stride) + 1 + 19, fill) {
-    view = tensor_view<T>(buffer.data() + 1, s, batch, pixel_stride);
-  }
-};
 
 template <conv2d_config Cfg>
 constexpr reference::conv2d_params params_of() {
@@ -138,10 +124,9 @@ void check_problem(std::mt19937& rng, shape in_shape, int batch, int in_stride, 
   const int taps = Cfg.kernel.h * Cfg.kernel.w * ic;
   const shape out_shape = conv2d<Cfg, T>::output_shape(in_shape);
   const bool wide_weights = variant % 2 == 0;
-  const int filter_zp =
-      std::same_as<T, u8>
-          ? (wide_weights ? test::extreme_zero_point<u8>(rng, variant / 2) : 100 + static_cast<int>(rng() % 56))
-          : 0;
+  const int filter_zp = std::same_as<T, u8> ? (wide_weights ? test::extreme_zero_point<u8>(rng, variant / 2)
+                                                            : 100 + static_cast<int>(rng() % 56))
+                                            : 0;
   const int input_zp = test::extreme_zero_point<T>(rng, variant + 1);
   CAPTURE(filter_zp);
   CAPTURE(input_zp);
@@ -152,7 +137,9 @@ void check_problem(std::mt19937& rng, shape in_shape, int batch, int in_stride, 
                                     : test::random_values<T>(rng, filter_elements);
   std::vector<std::int32_t> bias(static_cast<std::size_t>(oc));
   for (auto& b : bias) b = std::uniform_int_distribution<std::int32_t>(-20000, 20000)(rng);
-  const conv_requant q = random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, act, taps);
+  const conv_requant q = random_requant<Cfg.round, T>(
+      rng, oc,
+      {.input_zero_point = input_zp, .filter_zero_point = filter_zp, .act = act, .output_scale = 0.01f, .taps = taps});
   REQUIRE(!q.scales.empty());
 
   stored_tensor<T> input(in_shape, batch, in_stride, T{0});
@@ -262,7 +249,8 @@ TEST_CASE("conv2d: explicit pads around an empty input give bias-only outputs") 
   const std::vector<u8> filter = test::random_values<u8>(rng, 17 * 9 * 5);
   std::vector<std::int32_t> bias(17);
   for (auto& b : bias) b = std::uniform_int_distribution<std::int32_t>(-3000, 3000)(rng);
-  const conv_requant q = random_requant<rounding::tflite_reference, u8>(rng, 17, 255, 0, activation::none, 45);
+  const conv_requant q = random_requant<rounding::tflite_reference, u8>(
+      rng, 17, {.input_zero_point = 255, .output_scale = 0.01f, .taps = 45});
   const conv2d<cfg, u8> layer(filter.data(), bias.data(), 5, q);
   std::vector<u8> actual(out_shape.elements(), 1), expected(out_shape.elements(), 2);
   std::vector<std::byte> workspace(layer.workspace_bytes(in_shape));
@@ -277,7 +265,8 @@ TEST_CASE("conv2d: misuse is reported and leaves the output untouched") {
   std::mt19937 rng(9);
   using layer_type = conv2d<conv2d_config{.out_channels = 4, .kernel = {3, 3}}, u8>;
   std::vector<u8> filter(4 * 9 * 6, 128), input(5 * 5 * 6, 1), out(5 * 5 * 4, 42);
-  const conv_requant q = random_requant<rounding::tflite_reference, u8>(rng, 4, 128, 128, activation::none, 54);
+  const conv_requant q = random_requant<rounding::tflite_reference, u8>(
+      rng, 4, {.input_zero_point = 128, .filter_zero_point = 128, .output_scale = 0.01f, .taps = 54});
   const layer_type layer(filter.data(), nullptr, 6, q);
   std::vector<std::byte> workspace(layer.workspace_bytes({5, 5, 6}));
   test::recording_handler errors;
@@ -317,7 +306,9 @@ TEST_CASE("conv2d: channel slices in and out, nothing outside the output slice w
   const shape out_shape = layer_type::output_shape(in_shape);
   REQUIRE(out_shape == shape{5, 5, 21});
   const std::vector<u8> filter = test::random_values<u8>(rng, 21 * 9 * 17);
-  const conv_requant q = random_requant<rounding::tflite_reference, u8>(rng, 21, 77, 200, activation::relu6, 153);
+  const conv_requant q = random_requant<rounding::tflite_reference, u8>(
+      rng, 21,
+      {.input_zero_point = 77, .filter_zero_point = 200, .act = activation::relu6, .output_scale = 0.01f, .taps = 153});
   const layer_type layer(filter.data(), nullptr, 17, q);
   std::vector<u8> out_buffer(64 + 25 * 40 + 64, canary);
   const tensor_view<u8> out = tensor_view<u8>(out_buffer.data() + 64, shape{5, 5, 40}).channel_slice(5, 21);
@@ -347,8 +338,8 @@ TEST_CASE("conv2d: no read past the input view (PROT_NONE guard page)") {
     // VALID 3x3 (the last pixel's patch is interior and ends at the last input byte) and 1x3 (its
     // patch is read from the input directly).
     const std::vector<i8> filter = test::random_values<i8>(rng, 20 * 9 * static_cast<std::size_t>(channels));
-    const conv_requant q =
-        random_requant<rounding::tflite_reference, i8>(rng, 20, 3, 0, activation::none, 9 * channels);
+    const conv_requant q = random_requant<rounding::tflite_reference, i8>(
+        rng, 20, {.input_zero_point = 3, .output_scale = 0.01f, .taps = 9 * channels});
     const auto check = [&]<conv2d_config Cfg>() {
       using layer_type = conv2d<Cfg, i8>;
       const layer_type layer(filter.data(), nullptr, channels, q);

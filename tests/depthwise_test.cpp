@@ -2,6 +2,8 @@
 // over grids of compile-time configs and, inside each instantiation, runtime shapes, channel
 // counts, zero points, scales, pixel strides and unaligned pointers. Plus guard tests: nothing
 // outside the views is written, and nothing past the input view is read (PROT_NONE page).
+#include "mosaiq/ops/depthwise.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -12,18 +14,19 @@
 #include <span>
 #include <vector>
 
+#include "guard_page.hpp"
 #include "mosaiq/core.hpp"
-#include "mosaiq/ops/depthwise.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/depthwise.hpp"
 #include "mosaiq/tools/batchnorm.hpp"
-#include "guard_page.hpp"
 #include "support.hpp"
 
 namespace {
 
 using namespace mosaiq;
 using reference::conv_requant;
+using test::random_requant;
+using test::stored_tensor;
 
 template <depthwise_config C>
 struct config_case {
@@ -34,29 +37,35 @@ struct config_case {
 // (with strides too); SAME / VALID / explicit; multipliers 1 and 2; activations; both roundings.
 using configs = std::tuple<
     config_case<depthwise_config{}>,
-    config_case<depthwise_config{.kernel = {3, 3}, .stride = {2, 2}, .act = activation::relu6,
-                                 .round = rounding::single_round}>,
+    config_case<depthwise_config{
+        .kernel = {3, 3}, .stride = {2, 2}, .act = activation::relu6, .round = rounding::single_round}>,
     config_case<depthwise_config{.kernel = {3, 3}, .dilation = {2, 2}}>,
-    config_case<depthwise_config{.kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}, .pad = padding::valid(),
+    config_case<depthwise_config{.kernel = {3, 3},
+                                 .stride = {2, 2},
+                                 .dilation = {2, 2},
+                                 .pad = padding::valid(),
                                  .round = rounding::single_round}>,
-    config_case<depthwise_config{.kernel = {3, 3}, .dilation = {4, 4}, .pad = padding::explicit_pads(1, 2, 0, 3),
-                                 .act = activation::relu6}>,
-    config_case<depthwise_config{.kernel = {3, 3}, .stride = {3, 3}, .dilation = {1, 2},
-                                 .pad = padding::explicit_pads(2, 0, 1, 1), .round = rounding::single_round}>,
+    config_case<depthwise_config{
+        .kernel = {3, 3}, .dilation = {4, 4}, .pad = padding::explicit_pads(1, 2, 0, 3), .act = activation::relu6}>,
+    config_case<depthwise_config{.kernel = {3, 3},
+                                 .stride = {3, 3},
+                                 .dilation = {1, 2},
+                                 .pad = padding::explicit_pads(2, 0, 1, 1),
+                                 .round = rounding::single_round}>,
     config_case<depthwise_config{.kernel = {5, 5}, .round = rounding::single_round}>,
-    config_case<depthwise_config{.kernel = {5, 5}, .stride = {2, 2}, .dilation = {2, 1}, .pad = padding::valid(),
-                                 .act = activation::relu6}>,
+    config_case<depthwise_config{
+        .kernel = {5, 5}, .stride = {2, 2}, .dilation = {2, 1}, .pad = padding::valid(), .act = activation::relu6}>,
     config_case<depthwise_config{.kernel = {1, 1}, .pad = padding::valid()}>,
-    config_case<depthwise_config{.kernel = {1, 1}, .stride = {2, 2}, .depth_multiplier = 2,
-                                 .round = rounding::single_round}>,
+    config_case<depthwise_config{
+        .kernel = {1, 1}, .stride = {2, 2}, .depth_multiplier = 2, .round = rounding::single_round}>,
     config_case<depthwise_config{.kernel = {3, 1}, .depth_multiplier = 2, .act = activation::relu6}>,
     config_case<depthwise_config{.kernel = {2, 2}, .stride = {2, 2}, .round = rounding::single_round}>,
     config_case<depthwise_config{.kernel = {3, 3}, .depth_multiplier = 2, .round = rounding::single_round}>,
-    config_case<depthwise_config{.kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}, .depth_multiplier = 2,
-                                 .act = activation::relu6}>,
+    config_case<depthwise_config{
+        .kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}, .depth_multiplier = 2, .act = activation::relu6}>,
     config_case<depthwise_config{.kernel = {3, 3}, .pad = padding::explicit_pads(1, 1, 2, 0), .tile = {3, 5}}>,
-    config_case<depthwise_config{.kernel = {1, 5}, .stride = {2, 1}, .dilation = {1, 3}, .tile = {2, 1},
-                                 .round = rounding::single_round}>>;
+    config_case<depthwise_config{
+        .kernel = {1, 5}, .stride = {2, 1}, .dilation = {1, 3}, .tile = {2, 1}, .round = rounding::single_round}>>;
 
 struct run_case {
   int channels, height, width, batch;
@@ -69,38 +78,13 @@ struct run_case {
 constexpr run_case run_cases[] = {
     {1, 7, 9, 1, false},   {3, 5, 5, 2, true},     {8, 1, 1, 1, false},  {15, 6, 11, 1, false},
     {16, 9, 4, 1, true},   {17, 1, 13, 1, false},  {31, 8, 1, 2, false}, {64, 11, 7, 1, false},
-    {100, 4, 19, 1, true}, {16, 20, 23, 1, false}, {32, 6, 9, 1, false},  {8, 5, 37, 1, false},
+    {100, 4, 19, 1, true}, {16, 20, 23, 1, false}, {32, 6, 9, 1, false}, {8, 5, 37, 1, false},
 };
 
 template <class T>
 T random_element(std::mt19937& rng, int lo = element_traits<T>::min, int hi = element_traits<T>::max) {
   return static_cast<T>(std::uniform_int_distribution<int>(lo, hi)(rng));
 }
-
-// Requantization with varied zero points and scales; for int8 per-channel scales.
-template <rounding R, class T>
-conv_requant random_requant(std::mt19937& rng, int output_channels, int filter_zp, activation act) {
-  std::uniform_real_distribution<float> scale(0.5f, 2.0f);
-  const quant_params input{0.02f * scale(rng), random_element<T>(rng)};
-  const quant_params output{0.05f * scale(rng), random_element<T>(rng, element_traits<T>::min / 2 + 1,
-                                                                   element_traits<T>::max / 2)};
-  std::vector<float> filter_scales;
-  if constexpr (std::same_as<T, u8>)
-    filter_scales.push_back(0.004f * scale(rng));
-  else
-    for (int c = 0; c < output_channels; ++c) filter_scales.push_back(0.01f * scale(rng));
-  return reference::make_conv_requant<R, T>(input, filter_scales, filter_zp, output, act);
-}
-
-// A tensor in a buffer with one byte of lead (unaligned data) and pixels `stride` apart.
-template <class T>
-struct stored_tensor {
-  std::vector<T> buffer;
-  tensor_view<T> view;
-  stored_tensor(shape s, int batch, int pixel_stride, T fill) : buffer(s.pixels() * batch * pixel_stride + 1, fill) {
-    view = tensor_view<T>(buffer.data() + 1, s, batch, pixel_stride);
-  }
-};
 
 template <depthwise_config Cfg, class T>
 void check_grid(std::uint32_t seed) {
@@ -116,7 +100,8 @@ void check_grid(std::uint32_t seed) {
     // uint8 weights alternate between a narrow spread around the zero point (w - zp fits int8) and
     // the full range (needs the split path on VNNI).
     const bool wide_weights = (rng() & 1) != 0;
-    const int filter_zp = std::same_as<T, u8> ? (wide_weights ? random_element<u8>(rng) : 100 + static_cast<int>(rng() % 56)) : 0;
+    const int filter_zp =
+        std::same_as<T, u8> ? (wide_weights ? random_element<u8>(rng) : 100 + static_cast<int>(rng() % 56)) : 0;
     std::vector<T> filter(static_cast<std::size_t>(Cfg.kernel.h * Cfg.kernel.w * oc));
     for (T& w : filter) {
       if constexpr (std::same_as<T, u8>)
@@ -126,7 +111,8 @@ void check_grid(std::uint32_t seed) {
     }
     std::vector<std::int32_t> bias(static_cast<std::size_t>(oc));
     for (auto& b : bias) b = std::uniform_int_distribution<std::int32_t>(-20000, 20000)(rng);
-    const conv_requant q = random_requant<Cfg.round, T>(rng, oc, filter_zp, Cfg.act);
+    const conv_requant q = random_requant<Cfg.round, T>(
+        rng, oc, {.input_zero_point = random_element<T>(rng), .filter_zero_point = filter_zp, .act = Cfg.act});
     REQUIRE(!q.scales.empty());
 
     const int in_stride = rc.channels + (rc.strided_views ? 5 : 0);
@@ -137,11 +123,13 @@ void check_grid(std::uint32_t seed) {
     stored_tensor<T> actual(out_shape, rc.batch, out_stride, T{7});
 
     const bool with_bias = (rng() % 4) != 0;
-    reference::depthwise_conv<Cfg.round, T>(
-        input.view, filter.data(), with_bias ? bias.data() : nullptr, expected.view,
-        {.kernel = Cfg.kernel, .stride = Cfg.stride, .dilation = Cfg.dilation, .pad = Cfg.pad,
-         .depth_multiplier = Cfg.depth_multiplier},
-        q);
+    reference::depthwise_conv<Cfg.round, T>(input.view, filter.data(), with_bias ? bias.data() : nullptr, expected.view,
+                                            {.kernel = Cfg.kernel,
+                                             .stride = Cfg.stride,
+                                             .dilation = Cfg.dilation,
+                                             .pad = Cfg.pad,
+                                             .depth_multiplier = Cfg.depth_multiplier},
+                                            q);
     const depthwise<Cfg, T> layer(filter.data(), with_bias ? bias.data() : nullptr, rc.channels, q);
     std::vector<std::byte> workspace(layer.workspace_bytes(in_shape) + 1);
     // Unaligned workspace too: the run aligns inside it.
@@ -166,15 +154,18 @@ TEST_CASE("depthwise: strided atrous seed case through the fast path") {
   // in(y, x) = 8y + x on 1x8x8x1, w(fy, fx) = 3fy + fx + 1, stride 2, dilation 2, pads of 2: the
   // int32 accumulators are (0,0) = 302, (0,1) = 470 (see reference_conv_test.cpp). Scales 1 / 1 / 16
   // expose them as round(acc / 16) + zero point.
-  const std::vector<double> accumulators{302, 470, 548, 362, 756, 1110, 1200, 762, 1284, 1830, 1920, 1194,
-                                         706, 962, 1004, 590};
+  const std::vector<double> accumulators{302,  470,  548,  362,  756, 1110, 1200, 762,
+                                         1284, 1830, 1920, 1194, 706, 962,  1004, 590};
   std::vector<u8> input(64), filter(9);
   for (int i = 0; i < 64; ++i) input[static_cast<std::size_t>(i)] = static_cast<u8>(i + 100);
   for (int i = 0; i < 9; ++i) filter[static_cast<std::size_t>(i)] = static_cast<u8>(i + 1 + 10);
   const float one = 1.0f;
-  const conv_requant q =
-      reference::make_conv_requant<rounding::tflite_reference, u8>({1.0f, 100}, {&one, 1}, 10, {16.0f, 3}, activation::none);
-  const depthwise<depthwise_config{.kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}, .pad = padding::explicit_pads(2, 2, 2, 2)}, u8>
+  const conv_requant q = reference::make_conv_requant<rounding::tflite_reference, u8>({1.0f, 100}, {&one, 1}, 10,
+                                                                                      {16.0f, 3}, activation::none);
+  const depthwise<
+      depthwise_config{
+          .kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}, .pad = padding::explicit_pads(2, 2, 2, 2)},
+      u8>
       layer(filter.data(), nullptr, 1, q);
   std::vector<u8> out(16, 0);
   std::vector<std::byte> workspace(layer.workspace_bytes({8, 8, 1}));
@@ -202,15 +193,14 @@ TEST_CASE("depthwise: hand-built scales (left shifts, negative multipliers, extr
     for (int c = 0; c < oc; ++c) {
       const std::int32_t m = std::uniform_int_distribution<std::int32_t>(0, INT32_MAX)(rng);
       const int shift = c % 5 == 0 ? 31 : c % 7;
-      if (variant == 0) q.scales.push_back({m, 0, shift});                                // right shifts only
+      if (variant == 0) q.scales.push_back({m, 0, shift});                               // right shifts only
       if (variant == 1) q.scales.push_back({m, c % 3 == 0 ? shift : 0, c % 2 * shift});  // left shifts too
       if (variant == 2) q.scales.push_back({c % 2 == 0 ? -m : m, c % 3, shift});         // negative multipliers
     }
     const tensor_view<const i8> in(input.data(), in_shape);
     std::vector<i8> expected(static_cast<std::size_t>(in_shape.pixels() * oc)), actual(expected.size());
-    reference::depthwise_conv<rounding::tflite_reference, i8>(in, filter.data(), bias.data(),
-                                                               tensor_view<i8>(expected.data(), in_shape),
-                                                               {.kernel = {3, 3}}, q);
+    reference::depthwise_conv<rounding::tflite_reference, i8>(
+        in, filter.data(), bias.data(), tensor_view<i8>(expected.data(), in_shape), {.kernel = {3, 3}}, q);
     const layer_type layer(filter.data(), bias.data(), oc, q);
     std::vector<std::byte> workspace(layer.workspace_bytes(in_shape));
     layer(in, tensor_view<i8>(actual.data(), in_shape), workspace);
@@ -225,17 +215,19 @@ TEST_CASE("depthwise: static-extent views") {
   constexpr shape out_shape = layer_type::output_shape(in_shape);
   static_assert(out_shape == shape{4, 5, 17});
   std::mt19937 rng(5);
-  std::vector<i8> input(in_shape.elements()), filter(9 * 17), expected(out_shape.elements()), actual(out_shape.elements());
+  std::vector<i8> input(in_shape.elements()), filter(9 * 17), expected(out_shape.elements()),
+      actual(out_shape.elements());
   for (auto& v : input) v = random_element<i8>(rng);
   for (auto& v : filter) v = random_element<i8>(rng, -127, 127);
-  const conv_requant q = random_requant<rounding::tflite_reference, i8>(rng, 17, 0, activation::none);
+  const conv_requant q =
+      random_requant<rounding::tflite_reference, i8>(rng, 17, {.input_zero_point = random_element<i8>(rng)});
   const layer_type layer(filter.data(), nullptr, 17, q);
   std::vector<std::byte> workspace(layer_type::workspace_bytes(in_shape));
   layer(tensor_view<const i8, static_extents<in_shape>>(input.data()),
         tensor_view<i8, static_extents<out_shape>>(actual.data()), workspace);
-  reference::depthwise_conv<rounding::tflite_reference, i8>(tensor_view<const i8>(input.data(), in_shape), filter.data(),
-                                                            nullptr, tensor_view(expected.data(), out_shape),
-                                                            {.kernel = cfg.kernel, .stride = cfg.stride}, q);
+  reference::depthwise_conv<rounding::tflite_reference, i8>(
+      tensor_view<const i8>(input.data(), in_shape), filter.data(), nullptr, tensor_view(expected.data(), out_shape),
+      {.kernel = cfg.kernel, .stride = cfg.stride}, q);
   CHECK(actual == expected);
 }
 
@@ -249,7 +241,8 @@ struct recorded_error {
 TEST_CASE("depthwise: misuse is reported and leaves the output untouched") {
   std::mt19937 rng(9);
   std::vector<u8> filter(9 * 4, 128), input(5 * 5 * 4, 1), out(5 * 5 * 4, 42);
-  const conv_requant q = random_requant<rounding::tflite_reference, u8>(rng, 4, 128, activation::none);
+  const conv_requant q = random_requant<rounding::tflite_reference, u8>(
+      rng, 4, {.input_zero_point = random_element<u8>(rng), .filter_zero_point = 128});
   const depthwise<depthwise_config{}, u8> layer(filter.data(), nullptr, 4, q);
   std::vector<std::byte> workspace(layer.workspace_bytes({5, 5, 4}));
   const error_handler previous = set_error_handler(&recorded_error::handler);
@@ -279,13 +272,14 @@ void check_channel_slice_guards(std::uint32_t seed) {
       for (int c = 0; c < 17; ++c) in(y, x, c) = random_element<u8>(rng);
   std::vector<u8> filter(static_cast<std::size_t>(Cfg.kernel.h * Cfg.kernel.w) * 17);
   for (auto& w : filter) w = random_element<u8>(rng);
-  const conv_requant q = random_requant<rounding::tflite_reference, u8>(rng, 17, 77, activation::relu6);
+  const conv_requant q = random_requant<rounding::tflite_reference, u8>(
+      rng, 17, {.input_zero_point = random_element<u8>(rng), .filter_zero_point = 77, .act = activation::relu6});
   using layer_type = depthwise<Cfg, u8>;
   const layer_type layer(filter.data(), nullptr, 17, q);
   const shape out_shape = layer_type::output_shape(in_shape);
   std::vector<u8> out_buffer(64 + out_shape.pixels() * 40 + 64, canary);
-  const tensor_view<u8> out = tensor_view<u8>(out_buffer.data() + 64, shape{out_shape.height, out_shape.width, 40})
-                                  .channel_slice(5, 17);
+  const tensor_view<u8> out =
+      tensor_view<u8>(out_buffer.data() + 64, shape{out_shape.height, out_shape.width, 40}).channel_slice(5, 17);
   std::vector<std::byte> workspace(layer.workspace_bytes(in_shape));
   layer(tensor_view<const u8>(in), out, workspace);
 
@@ -322,7 +316,8 @@ void check_input_guard_page(shape in_shape) {
   for (std::size_t i = 0; i < bytes; ++i) input[i] = random_element<i8>(rng);
   std::vector<i8> filter(static_cast<std::size_t>(Cfg.kernel.h * Cfg.kernel.w * channels));
   for (auto& w : filter) w = random_element<i8>(rng, -127, 127);
-  const conv_requant q = random_requant<rounding::tflite_reference, i8>(rng, channels, 0, activation::none);
+  const conv_requant q =
+      random_requant<rounding::tflite_reference, i8>(rng, channels, {.input_zero_point = random_element<i8>(rng)});
   using layer_type = depthwise<Cfg, i8>;
   const layer_type layer(filter.data(), nullptr, channels, q);
   const shape out_shape = layer_type::output_shape(in_shape);
@@ -380,7 +375,8 @@ TEST_CASE("batch-norm folded into a (dilated, strided, multiplier 2) depthwise e
   reference::depthwise_conv(tensor_view<const float>(input.data(), in_shape), filter.data(), bias.data(),
                             tensor_view(folded.data(), out_shape), params, activation::none);
   double worst = 0.0;
-  for (std::size_t i = 0; i < folded.size(); ++i) worst = std::max(worst, std::fabs(double(folded[i]) - conv_then_bn[i]));
+  for (std::size_t i = 0; i < folded.size(); ++i)
+    worst = std::max(worst, std::fabs(double(folded[i]) - conv_then_bn[i]));
   CHECK(worst <= 1e-4);
   // Not vacuous: the batch norm changes the outputs substantially.
   CHECK(std::fabs(conv_then_bn[0] - folded[0]) <= 1e-4);

@@ -12,6 +12,11 @@ namespace mosaiq::test {
 
 inline constexpr std::size_t guard = 67;  // canary elements before and after every buffer (odd: shifts alignment too)
 
+/// How a test places a tensor: images in the batch, elements between pixels beyond the channels, misalignment.
+struct layout {
+  int batch, extra, misalign;
+};
+
 /// A tensor placed `misalign` elements after a guard region inside a larger buffer, pixels `extra` elements apart
 /// beyond the channel count; everything outside the view holds a canary.
 template <class T>

@@ -26,6 +26,8 @@ namespace {
 
 using namespace mosaiq;
 using reference::conv_requant;
+using test::random_requant;
+using test::stored_tensor;
 
 template <pointwise_config C>
 struct config_case {
@@ -61,38 +63,6 @@ struct run_case {
 constexpr run_case run_cases[] = {
     {1, 3, 7, 1, false},    {3, 1, 1, 1, true},    {7, 5, 5, 2, false},     {8, 9, 13, 1, true},  {17, 2, 3, 1, false},
     {64, 17, 19, 1, false}, {100, 9, 13, 1, true}, {255, 17, 19, 1, false}, {255, 1, 7, 1, true}, {100, 5, 5, 2, false},
-};
-
-/// amplify > 1 makes real multipliers above one (left shifts: the epilogues' lanes_left variant);
-/// zero_point_at_min gives the output zero point of a ReLU output as TFLite quantizes it (the
-/// type's minimum: the sign-free epilogue where the clamp is the full range).
-template <rounding R, class T>
-conv_requant random_requant(std::mt19937& rng, int output_channels, int input_zp, int filter_zp, activation act,
-                            float amplify = 1.0f, bool zero_point_at_min = false) {
-  std::uniform_real_distribution<float> scale(0.5f, 2.0f);
-  const quant_params input{0.02f * scale(rng), input_zp};
-  const int output_zp = zero_point_at_min ? element_traits<T>::min
-                                          : std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1,
-                                                                               element_traits<T>::max / 2)(rng);
-  const quant_params output{0.05f * scale(rng) / amplify, output_zp};
-  std::vector<float> filter_scales;
-  if constexpr (std::same_as<T, u8>)
-    filter_scales.push_back(0.004f * scale(rng));
-  else
-    for (int c = 0; c < output_channels; ++c) filter_scales.push_back(0.01f * scale(rng));
-  return reference::make_conv_requant<R, T>(input, filter_scales, filter_zp, output, act);
-}
-
-// A tensor in a buffer with one byte of lead (unaligned data), pixels `stride` apart and canary
-// bytes around and between pixels.
-template <class T>
-struct stored_tensor {
-  std::vector<T> buffer;
-  tensor_view<T> view;
-  stored_tensor(shape s, int batch, int pixel_stride, T fill)
-      : buffer(s.pixels() * batch * pixel_stride + 1 + 19, fill) {
-    view = tensor_view<T>(buffer.data() + 1, s, batch, pixel_stride);
-  }
 };
 
 template <pointwise_config Cfg, class T>
@@ -132,8 +102,12 @@ void check_grid(std::uint32_t seed) {
     const bool zero_point_at_min = variant % 3 == 0;
     CAPTURE(amplify);
     CAPTURE(zero_point_at_min);
-    const conv_requant q =
-        random_requant<Cfg.round, T>(rng, oc, input_zp, filter_zp, Cfg.act, amplify, zero_point_at_min);
+    const conv_requant q = random_requant<Cfg.round, T>(rng, oc,
+                                                        {.input_zero_point = input_zp,
+                                                         .filter_zero_point = filter_zp,
+                                                         .act = Cfg.act,
+                                                         .amplify = amplify,
+                                                         .output_zero_point_at_min = zero_point_at_min});
     REQUIRE(!q.scales.empty());
 
     const int in_stride = ic + (rc.strided_views ? 5 : 0);
@@ -213,7 +187,8 @@ TEST_CASE("pointwise: a hand-computed 1x1 convolution") {
 TEST_CASE("pointwise: misuse is reported and leaves the output untouched") {
   std::mt19937 rng(9);
   std::vector<u8> filter(4 * 6, 128), input(5 * 5 * 6, 1), out(5 * 5 * 4, 42);
-  const conv_requant q = random_requant<rounding::tflite_reference, u8>(rng, 4, 128, 128, activation::none);
+  const conv_requant q =
+      random_requant<rounding::tflite_reference, u8>(rng, 4, {.input_zero_point = 128, .filter_zero_point = 128});
   const pointwise<pointwise_config{.out_channels = 4}, u8> layer(filter.data(), nullptr, 6, q);
   std::vector<std::byte> workspace(layer.workspace_bytes({5, 5, 6}));
   test::recording_handler errors;
@@ -243,7 +218,8 @@ TEST_CASE("pointwise: writes stay inside a channel-slice output view") {
     for (int x = 0; x < 10; ++x)
       for (int c = 0; c < 17; ++c) in(y, x, c) = test::random_values<u8>(rng, 1)[0];
   const std::vector<u8> filter = test::random_values<u8>(rng, 21 * 17);
-  const conv_requant q = random_requant<rounding::tflite_reference, u8>(rng, 21, 77, 200, activation::relu6);
+  const conv_requant q = random_requant<rounding::tflite_reference, u8>(
+      rng, 21, {.input_zero_point = 77, .filter_zero_point = 200, .act = activation::relu6});
   using layer_type = pointwise<pointwise_config{.out_channels = 21}, u8>;
   const layer_type layer(filter.data(), nullptr, 17, q);
   std::vector<u8> out_buffer(64 + 90 * 40 + 64, canary);
@@ -285,8 +261,8 @@ void check_guarded(shape in_shape, std::uint32_t seed, bool wide_weights) {
       std::same_as<T, u8> && !wide_weights
           ? test::random_values<T>(rng, static_cast<std::size_t>(OutChannels) * channels, 28, 228)
           : test::random_values<T>(rng, static_cast<std::size_t>(OutChannels) * channels);
-  const conv_requant q =
-      random_requant<rounding::tflite_reference, T>(rng, OutChannels, 3, filter_zp, activation::none);
+  const conv_requant q = random_requant<rounding::tflite_reference, T>(
+      rng, OutChannels, {.input_zero_point = 3, .filter_zero_point = filter_zp});
   using layer_type = pointwise<pointwise_config{.out_channels = OutChannels}, T>;
   const layer_type layer(filter.data(), nullptr, channels, q);
   std::vector<std::byte> workspace(layer.workspace_bytes(in_shape));

@@ -29,9 +29,7 @@ using mosaiq::u8;
 namespace ref = mosaiq::reference;
 using mosaiq::test::placed_tensor;
 
-struct layout {
-  int batch, extra, misalign;
-};
+using mosaiq::test::layout;
 constexpr layout layouts[] = {{1, 0, 0}, {2, 3, 1}};
 constexpr int channel_counts[] = {1, 3, 8, 15, 16, 17, 31, 64, 100};
 constexpr shape sizes[] = {{1, 1, 0}, {1, 6, 0}, {5, 1, 0}, {5, 7, 0}, {8, 9, 0}};

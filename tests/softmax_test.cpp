@@ -33,9 +33,7 @@ namespace ref = mosaiq::reference;
 // 0.004 -> all 511.
 constexpr float input_scales[] = {0.5f, 0.1f, 0.05f, 0.02f, 0.004f};
 
-struct layout {
-  int batch, extra, misalign;
-};
+using mosaiq::test::layout;
 constexpr layout layouts[] = {{1, 0, 0}, {2, 0, 1}, {1, 3, 1}, {2, 1, 0}};
 constexpr shape sizes[] = {{1, 1, 0}, {1, 3, 0}, {7, 5, 0}, {3, 33, 0}, {9, 16, 0}};
 

@@ -1,6 +1,9 @@
-// Shared scaffolding of the doctest suites: a recording error handler, random quantized data and its float twin.
+// Shared scaffolding of the doctest suites: a recording error handler, random quantized data and its float twin,
+// random convolution requantizations, tensors stored with lead, stride and canaries.
 #pragma once
 
+#include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,6 +13,7 @@
 
 #include "mosaiq/core.hpp"
 #include "mosaiq/net/plan.hpp"
+#include "mosaiq/reference/conv_common.hpp"
 
 namespace mosaiq::test {
 
@@ -106,6 +110,53 @@ slice_check check_channel_slice(const std::vector<T>& buffer, std::ptrdiff_t lea
   }
   return result;
 }
+
+/// What random_requant draws around. Scales are drawn in [0.5, 2) times their base.
+struct requant_spec {
+  int input_zero_point = 0;
+  int filter_zero_point = 0;
+  activation act = activation::none;
+  float output_scale = 0.05f;
+  /// Products summed per output: the output scale grows with sqrt(taps), so outputs spread over the range
+  /// instead of saturating.
+  int taps = 1;
+  /// > 1 makes real multipliers above one (left shifts: the epilogues' lanes_left variant).
+  float amplify = 1.0f;
+  /// The output zero point of a ReLU output as TFLite quantizes it (T's minimum: the sign-free epilogue where the
+  /// clamp is the full range); otherwise drawn from the middle half of T's range.
+  bool output_zero_point_at_min = false;
+};
+
+/// A convolution requantization with random scales: uint8 per tensor, int8 per output channel.
+template <rounding R, quantized_element T>
+reference::conv_requant random_requant(std::mt19937& rng, int output_channels, const requant_spec& spec) {
+  std::uniform_real_distribution<float> scale(0.5f, 2.0f);
+  const quant_params input{0.02f * scale(rng), spec.input_zero_point};
+  const int output_zero_point =
+      spec.output_zero_point_at_min
+          ? element_traits<T>::min
+          : std::uniform_int_distribution<int>(element_traits<T>::min / 2 + 1, element_traits<T>::max / 2)(rng);
+  const float spread = std::sqrt(static_cast<float>(spec.taps));
+  const quant_params output{spec.output_scale * spread * scale(rng) / spec.amplify, output_zero_point};
+  std::vector<float> filter_scales;
+  if constexpr (std::same_as<T, u8>)
+    filter_scales.push_back(0.004f * scale(rng));
+  else
+    for (int c = 0; c < output_channels; ++c) filter_scales.push_back(0.01f * scale(rng));
+  return reference::make_conv_requant<R, T>(input, filter_scales, spec.filter_zero_point, output, spec.act);
+}
+
+/// A tensor one element past the start of its buffer (unaligned data), pixels `pixel_stride` elements apart, the
+/// elements around and between pixels left at `fill` (canaries).
+template <class T>
+struct stored_tensor {
+  std::vector<T> buffer;
+  tensor_view<T> view;
+  stored_tensor(shape s, int batch, int pixel_stride, T fill)
+      : buffer(s.pixels() * static_cast<std::size_t>(batch) * static_cast<std::size_t>(pixel_stride) + 1 + 19, fill) {
+    view = tensor_view<T>(buffer.data() + 1, s, batch, pixel_stride);
+  }
+};
 
 /// The real values of quantized `values`.
 template <quantized_element T>
