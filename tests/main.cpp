@@ -1,8 +1,5 @@
-// Test entry point: prints the ISA this binary was compiled for and skips (exit 77, which ctest
-// reports as "skipped") when the CPU cannot run it.
-#define DOCTEST_CONFIG_IMPLEMENT
-#include <doctest/doctest.h>
-
+// The ISA check of a test binary, compiled for the binary's ISA level: prints the ISA and skips (exit 77, which
+// ctest reports as "skipped") when the CPU cannot run it. main() is tests/doctest_main.cpp's.
 #include <cstdio>
 #include <cstdlib>
 
@@ -19,8 +16,4 @@
   std::_Exit(77);
 }
 
-int main(int argc, char** argv) {
-  if (!mosaiq::test::announce_native_isa("mosaiq tests")) return 77;
-  doctest::Context context(argc, argv);
-  return context.run();
-}
+bool mosaiq::test::cpu_runs_this_binary() { return announce_native_isa("mosaiq tests"); }

@@ -19,4 +19,8 @@ inline bool announce_native_isa(const char* what) {
   return true;
 }
 
+/// announce_native_isa for the ISA level of this test binary (tests/main.cpp, compiled for it); called by the runner
+/// (tests/doctest_main.cpp, compiled once for the baseline ISA).
+bool cpu_runs_this_binary();
+
 }  // namespace mosaiq::test
