@@ -327,6 +327,21 @@ struct log_softmax {
   using weights = no_weights;
 };
 
+/// Hard-swish x * relu6(x + 3) / 6 of every element (TFLite HARD_SWISH), requantized to the layer's output
+/// quantization. (The unused parameter only makes the spelling `hard_swish<>` match the other layers.)
+template <int Unused = 0>
+struct hard_swish {
+  static constexpr layer_role role = layer_role::op;
+  static constexpr std::string_view kind = "hard_swish";
+  static constexpr std::array<std::string_view, 1> inputs{current_tensor};
+
+  static constexpr shape_result infer(const std::array<shape, 1>& in) noexcept { return {in[0]}; }
+  /// One table lookup per element.
+  static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
+  template <quantized_element T, shape In, shape Out>
+  using weights = output_quant_weights;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Graph structure: naming tensors, branching, and the ops that join branches.
 

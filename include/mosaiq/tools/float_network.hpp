@@ -27,6 +27,7 @@
 #include "mosaiq/reference/conv.hpp"
 #include "mosaiq/reference/depthwise.hpp"
 #include "mosaiq/reference/eltwise.hpp"
+#include "mosaiq/reference/hard_swish.hpp"
 #include "mosaiq/reference/pointwise.hpp"
 #include "mosaiq/reference/pool.hpp"
 #include "mosaiq/reference/resize.hpp"
@@ -235,6 +236,8 @@ class float_runner {
         reference::softmax(in[0], out, Layer::config.beta);
       } else if constexpr (kind == "logistic") {
         reference::logistic(in[0], out);
+      } else if constexpr (kind == "hard_swish") {
+        reference::hard_swish(in[0], out);
       } else if constexpr (kind == "add") {
         reference::add(in[0], in[1], out, Layer::act);
       } else if constexpr (kind == "mul") {
