@@ -1,6 +1,6 @@
 // How each network layer runs: one small executor per layer kind, the only place that names a
 // kernel. Every layer runs a kernel of ops/ (conv2d, depthwise, pointwise, pooling, resize,
-// softmax, hard-swish, add, concat), each bit-exact with its reference op.
+// softmax, hard-swish, transpose conv, add, concat), each bit-exact with its reference op.
 // Pointing a layer at another kernel means changing its executor only: the network and its memory
 // plan follow.
 //
@@ -37,6 +37,7 @@
 #include "mosaiq/ops/pool.hpp"
 #include "mosaiq/ops/resize.hpp"
 #include "mosaiq/ops/softmax.hpp"
+#include "mosaiq/ops/transpose_conv.hpp"
 #include "mosaiq/reference/conv.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/eltwise.hpp"
@@ -177,6 +178,29 @@ struct executor<layers::pointwise<C>, T, R, In, Out>
   // Not claimed: equal shapes would run in place only because the kernel copies a block of pixels
   // into its workspace before writing them, a detail of ops/pointwise.hpp rather than its contract.
   static constexpr bool in_place = false;
+};
+
+template <layers::transpose_conv_config C, quantized_element T, rounding R, shape In, shape Out>
+struct executor<layers::transpose_conv<C>, T, R, In, Out> {
+  using kernel = mosaiq::transpose_conv<mosaiq::transpose_conv_config{.out_channels = C.out_channels,
+                                                                      .kernel = C.kernel,
+                                                                      .stride = C.stride,
+                                                                      .padding = C.padding,
+                                                                      .act = C.act,
+                                                                      .round = R},
+                                        T>;
+  // Every input pixel writes a block of output pixels: never in place. Runs whole (no row bands).
+  static constexpr bool in_place = false;
+  static constexpr std::size_t scratch_bytes(shape in, shape) noexcept { return kernel::workspace_bytes(in); }
+  using state = detail::kernel_state<kernel>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    return {kernel(w.filter.data(), w.bias.data(), In.channels, detail::conv_requant_for<R, T>(w, in[0], C.act)),
+            w.output};
+  }
+  static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte> scratch) {
+    s.kernel(in[0], out, scratch);
+  }
 };
 
 /// Pooling keeps the input quantization (the fused activation clamps in it).

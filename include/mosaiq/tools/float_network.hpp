@@ -32,6 +32,7 @@
 #include "mosaiq/reference/pool.hpp"
 #include "mosaiq/reference/resize.hpp"
 #include "mosaiq/reference/softmax.hpp"
+#include "mosaiq/reference/transpose_conv.hpp"
 
 namespace mosaiq::tools {
 
@@ -217,6 +218,10 @@ class float_runner {
                                    .pad = c.pad,
                                    .depth_multiplier = c.depth_multiplier},
                                   c.act);
+      } else if constexpr (kind == "transpose_conv") {
+        constexpr auto c = Layer::config;
+        reference::transpose_conv(in[0], lw.filter.data(), lw.bias.data(), out,
+                                  {.kernel = c.kernel, .stride = c.stride, .padding = c.padding}, c.act);
       } else if constexpr (kind == "pointwise") {
         reference::pointwise_conv(in[0], lw.filter.data(), lw.bias.data(), out, Layer::config.act);
       } else if constexpr (kind == "average_pool" || kind == "max_pool") {
