@@ -14,9 +14,10 @@
 //   requantization) into the workspace, then copies each tap's Cout channels to its output pixel.
 // - overlapping kernels (kernel > stride): output pixel by output pixel, the taps that land on it are gathered (input
 //   rows iy with fy = oy + pad - iy * s in [0, KH), columns alike), each adding (x - input_zp) * (w - filter_zp) over
-//   its input channels into Cout int32 accumulators; the filter is packed once as int16 [KH][KW][Cin][Cout] so the
-//   innermost loop runs over output channels, contiguous, which the compiler vectorizes for the target; then the
-//   reference requantization per element. int32 sums are exact, so the gather order equals the reference's scatter.
+//   its input channels into Cout int32 accumulators, then the reference requantization per element. AVX2 packs the
+//   filter as int16 [KH][KW][Cin/2][Cout rounded to 8][2] and multiplies pairs of input channels with vpmaddwd into
+//   8 output channels per register; other targets pack [KH][KW][Cin][Cout] and leave the inner loop over contiguous
+//   output channels to the compiler's vectorizer. int32 sums are exact, so the gather equals the reference's scatter.
 #pragma once
 
 #include <algorithm>
@@ -37,6 +38,10 @@
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
 #include "mosaiq/simd/target.hpp"
+
+#if MOSAIQ_TARGET_AVX2
+#include <immintrin.h>
+#endif
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
@@ -200,7 +205,77 @@ class transpose_conv {
                                         q.filter_zero_point);
     for (int oc = 0; oc < cout; ++oc) bias_[static_cast<std::size_t>(oc)] = bias != nullptr ? bias[oc] : 0;
     requant_ = q;
+#if MOSAIQ_TARGET_AVX2
+    pack_pairs();
+#endif
   }
+
+#if MOSAIQ_TARGET_AVX2
+  static constexpr int lane_blocks = (cout + 7) / 8;  // 8 output channels per register
+
+  /// packed_ regrouped as [tap][input channel pair][Cout rounded to 8][2] (missing channels: 0).
+  void pack_pairs() {
+    const int pairs = (channels_ + 1) / 2;
+    pairs_.assign(static_cast<std::size_t>(taps) * pairs * lane_blocks * 16, 0);
+    for (int tap = 0; tap < taps; ++tap)
+      for (int ic = 0; ic < channels_; ++ic)
+        for (int oc = 0; oc < cout; ++oc)
+          pairs_[((static_cast<std::size_t>(tap) * pairs + ic / 2) * lane_blocks * 8 + oc) * 2 + ic % 2] =
+              packed_[(static_cast<std::size_t>(tap) * channels_ + ic) * cout + oc];
+    packed_ = {};  // the pairs replace it
+  }
+
+  /// acc += (x - input_zp) * w for one input pixel and one tap's pair block, two input channels per vpmaddwd.
+  void accumulate_pairs(const T* x, const std::int16_t* w, __m256i (&acc)[lane_blocks]) const noexcept {
+    const std::int32_t zp = requant_.input_zero_point;
+    const int pairs = channels_ / 2;
+    const auto pair_of = [](std::int32_t lo, std::int32_t hi) {
+      return _mm256_set1_epi32(static_cast<std::int32_t>((static_cast<std::uint32_t>(hi) << 16) |
+                                                         (static_cast<std::uint32_t>(lo) & 0xffffu)));
+    };
+    const auto add_pair = [&](__m256i both, const std::int16_t* row) {
+      for (int b = 0; b < lane_blocks; ++b)
+        acc[b] = _mm256_add_epi32(
+            acc[b], _mm256_madd_epi16(both, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * b))));
+    };
+    for (int p = 0; p < pairs; ++p)
+      add_pair(pair_of(std::int32_t{x[2 * p]} - zp, std::int32_t{x[2 * p + 1]} - zp), w + p * lane_blocks * 16);
+    if (channels_ % 2 != 0) add_pair(pair_of(std::int32_t{x[channels_ - 1]} - zp, 0), w + pairs * lane_blocks * 16);
+  }
+
+  /// Every tap landing on output pixel (oy, ox), summed into `sums` (Cout entries, bias included).
+  void gather_pixel(const tensor_view<const T>& in, int oy, int ox, hw pad,
+                    std::array<std::int32_t, cout>& sums) const {
+    const auto rows = taps_onto(oy, pad.h, Cfg.stride.h, kh, in.height());
+    const auto columns = taps_onto(ox, pad.w, Cfg.stride.w, kw, in.width());
+    const std::ptrdiff_t tap_stride = static_cast<std::ptrdiff_t>((channels_ + 1) / 2) * lane_blocks * 16;
+    __m256i acc[lane_blocks];
+    for (auto& a : acc) a = _mm256_setzero_si256();
+    for (int iy = rows.first; iy <= rows.last; ++iy)
+      for (int ix = columns.first; ix <= columns.last; ++ix) {
+        const int fy = oy + pad.h - iy * Cfg.stride.h, fx = ox + pad.w - ix * Cfg.stride.w;
+        accumulate_pairs(in.pixel(0, iy, ix), pairs_.data() + (fy * kw + fx) * tap_stride, acc);
+      }
+    alignas(32) std::array<std::int32_t, lane_blocks * 8> lanes;
+    for (int b = 0; b < lane_blocks; ++b) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes.data() + 8 * b), acc[b]);
+    for (int oc = 0; oc < cout; ++oc)
+      sums[static_cast<std::size_t>(oc)] = bias_[static_cast<std::size_t>(oc)] + lanes[static_cast<std::size_t>(oc)];
+  }
+#else
+  /// Every tap landing on output pixel (oy, ox), summed into `sums` (Cout entries, bias included).
+  void gather_pixel(const tensor_view<const T>& in, int oy, int ox, hw pad,
+                    std::array<std::int32_t, cout>& sums) const {
+    const auto rows = taps_onto(oy, pad.h, Cfg.stride.h, kh, in.height());
+    const auto columns = taps_onto(ox, pad.w, Cfg.stride.w, kw, in.width());
+    const std::ptrdiff_t tap_stride = static_cast<std::ptrdiff_t>(channels_) * cout;
+    sums = bias_;
+    for (int iy = rows.first; iy <= rows.last; ++iy)
+      for (int ix = columns.first; ix <= columns.last; ++ix) {
+        const int fy = oy + pad.h - iy * Cfg.stride.h, fx = ox + pad.w - ix * Cfg.stride.w;
+        accumulate(in.pixel(0, iy, ix), packed_.data() + (fy * kw + fx) * tap_stride, sums);
+      }
+  }
+#endif
 
   /// acc += (x - input_zp) * w over one input pixel's channels, w one tap's [Cin][Cout] block.
   void accumulate(const T* x, const std::int16_t* w, std::array<std::int32_t, cout>& acc) const noexcept {
@@ -213,29 +288,24 @@ class transpose_conv {
 
   void run_gather(const tensor_view<const T>& in, const tensor_view<T>& out) const {
     const hw pad = reference::transpose_conv_pads(out.dims(), params);
-    const std::ptrdiff_t tap_stride = static_cast<std::ptrdiff_t>(channels_) * cout;
-    for (int oy = 0; oy < out.height(); ++oy) {
-      const auto rows = taps_onto(oy, pad.h, Cfg.stride.h, kh, in.height());
+    std::array<std::int32_t, cout> acc;
+    for (int oy = 0; oy < out.height(); ++oy)
       for (int ox = 0; ox < out.width(); ++ox) {
-        const auto columns = taps_onto(ox, pad.w, Cfg.stride.w, kw, in.width());
-        std::array<std::int32_t, cout> acc = bias_;
-        for (int iy = rows.first; iy <= rows.last; ++iy)
-          for (int ix = columns.first; ix <= columns.last; ++ix) {
-            const int fy = oy + pad.h - iy * Cfg.stride.h, fx = ox + pad.w - ix * Cfg.stride.w;
-            accumulate(in.pixel(0, iy, ix), packed_.data() + (fy * kw + fx) * tap_stride, acc);
-          }
+        gather_pixel(in, oy, ox, pad, acc);
         T* result = out.pixel(0, oy, ox);
         for (int oc = 0; oc < cout; ++oc)
           result[oc] = requantize<Cfg.round, T>(acc[static_cast<std::size_t>(oc)], requant_.scale_for(oc),
                                                 requant_.output_zero_point, requant_.clamp.min, requant_.clamp.max);
       }
-    }
   }
 
   int channels_ = 0;
   bool ready_ = false;
   std::vector<gemm> gemm_;  // one, when depth_to_space (built at load; pointwise has no empty state)
   std::vector<std::int16_t> packed_;
+#if MOSAIQ_TARGET_AVX2
+  std::vector<std::int16_t> pairs_;
+#endif
   std::array<std::int32_t, cout> bias_{};
   reference::conv_requant requant_;
 };
