@@ -76,6 +76,10 @@ TEST_CASE("hard_swish_element: TFLite's int16 pipeline traced by hand") {
   // q = -128 (x = -3): reluish -32768 -> fraction 0 -> 0.
   CHECK(ref::hard_swish_element<i8>(-128, p) == 0);
   CHECK(ref::hard_swish_element<i8>(0, p) == 0);
+  // q = -1 (x = -0.0234): preshift (-128 * 16384 + 1 - 2^14) / 2^15 = -64.49 -> -64; reluish -256 -> -128 -> -256;
+  // fraction (-256 + 32768) >> 1 = 16256; 16256 * -64 / 2^15 = -31.75 truncates to -31 (rounding would give -32);
+  // -31 / 64: remainder 33 > threshold 32, so -1 + 1 = 0 (from -32 it would be -1). Float: -0.496 steps.
+  CHECK(ref::hard_swish_element<i8>(-1, p) == 0);
 
   // u8, input scale 0.1 zero point 0, output 0.1 zero point 3: q = 100 (x = 10): preshift 6400; reluish 12800 << 3
   // saturates to 32767, * 17476 -> 17475, << 1 saturates to 32767; fraction (32767 + 32768) >> 1 = 32767;
