@@ -648,3 +648,55 @@ TEST_CASE("net: profile prints a row per op layer and a summary") {
 }
 
 }  // namespace
+
+// A segmentation decoder's tail: hard-swish, an overlapping 3x3 stride-2 transposed convolution, hard-swish again and
+// the 2x2 stride-2 transposed convolution to one channel (the selfie model's last layers), in i8 per-channel.
+using decoder_net =
+    network<input<i8, 5, 6, 4>,
+            layers::hard_swish<>,                                                                        // 0: 5x6x4
+            layers::transpose_conv<layers::transpose_conv_config{.out_channels = 6, .kernel = {3, 3}}>,  // 1: 10x12x6
+            layers::hard_swish<>,                                                                        // 2
+            layers::transpose_conv<layers::transpose_conv_config{
+                .out_channels = 1, .kernel = {2, 2}, .stride = {2, 2}, .padding = padding::valid()}>>;  // 3: 20x24x1
+
+static_assert(decoder_net::layer_shapes ==
+              std::array<shape, 4>{shape{5, 6, 4}, shape{10, 12, 6}, shape{10, 12, 6}, shape{20, 24, 1}});
+// Transposed convolutions: every input pixel meets every tap: 30 * 9 * 4 * 6 and 120 * 4 * 6 * 1.
+static_assert(decoder_net::layer_macs == std::array<std::uint64_t, 4>{120, 6480, 720, 2880});
+// hard-swish is a table lookup per element: it runs in place.
+static_assert(decoder_net::buffer_of(3) == decoder_net::buffer_of(2));
+
+std::vector<i8> decoder_net_by_hand(const decoder_net::weights& w, const std::vector<i8>& input) {
+  const shape s0{5, 6, 4}, s1{10, 12, 6}, s3{20, 24, 1};
+  std::vector<i8> t0(s0.elements()), t1(s1.elements()), t2(s1.elements()), out(s3.elements());
+  reference::hard_swish<i8>(cview(input, s0), view(t0, s0),
+                            reference::make_hard_swish_params<i8>(w.input, w.layer<0>().output));
+  const auto& up1 = w.layer<1>();
+  reference::transpose_conv<R, i8>(
+      cview(t0, s0), up1.filter.data(), up1.bias.data(), view(t1, s1), {.kernel = {3, 3}, .stride = {2, 2}},
+      reference::make_conv_requant<R, i8>(w.layer<0>().output, up1.filter_scales, 0, up1.output, activation::none));
+  reference::hard_swish<i8>(cview(t1, s1), view(t2, s1),
+                            reference::make_hard_swish_params<i8>(up1.output, w.layer<2>().output));
+  const auto& up3 = w.layer<3>();
+  reference::transpose_conv<R, i8>(
+      cview(t2, s1), up3.filter.data(), up3.bias.data(), view(out, s3),
+      {.kernel = {2, 2}, .stride = {2, 2}, .padding = padding::valid()},
+      reference::make_conv_requant<R, i8>(w.layer<2>().output, up3.filter_scales, 0, up3.output, activation::none));
+  return out;
+}
+
+TEST_CASE(
+    "net: hard-swish and transposed convolutions (layers::hard_swish, layers::transpose_conv) equal the "
+    "reference") {
+  lcg rng{29};
+  decoder_net::weights w;
+  w.input = {0.05f, -10};
+  w.layer<0>().output = {0.03f, -100};
+  fill_conv<i8>(w.layer<1>(), rng, {0.08f, 5});
+  w.layer<2>().output = {0.05f, -110};
+  fill_conv<i8>(w.layer<3>(), rng, {0.1f, -3});
+  const std::vector<i8> input = random_tensor<i8>(decoder_net::input_shape, 31);
+  const std::vector<i8> expected = decoder_net_by_hand(w, input);
+  CHECK(std::set<i8>(expected.begin(), expected.end()).size() > 8);
+  check_network<decoder_net>(w, input, expected);
+}

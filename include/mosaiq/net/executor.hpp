@@ -1,6 +1,6 @@
 // How each network layer runs: one small executor per layer kind, the only place that names a
 // kernel. Every layer runs a kernel of ops/ (conv2d, depthwise, pointwise, pooling, resize,
-// softmax, add, concat), each bit-exact with its reference op.
+// softmax, hard-swish, transpose conv, add, concat), each bit-exact with its reference op.
 // Pointing a layer at another kernel means changing its executor only: the network and its memory
 // plan follow.
 //
@@ -32,10 +32,12 @@
 #include "mosaiq/ops/conv.hpp"
 #include "mosaiq/ops/depthwise.hpp"
 #include "mosaiq/ops/eltwise.hpp"
+#include "mosaiq/ops/hard_swish.hpp"
 #include "mosaiq/ops/pointwise.hpp"
 #include "mosaiq/ops/pool.hpp"
 #include "mosaiq/ops/resize.hpp"
 #include "mosaiq/ops/softmax.hpp"
+#include "mosaiq/ops/transpose_conv.hpp"
 #include "mosaiq/reference/conv.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/eltwise.hpp"
@@ -164,6 +166,29 @@ struct executor<layers::pointwise<C>, T, R, In, Out>
   static constexpr bool in_place = false;
 };
 
+template <layers::transpose_conv_config C, quantized_element T, rounding R, shape In, shape Out>
+struct executor<layers::transpose_conv<C>, T, R, In, Out> {
+  using kernel = mosaiq::transpose_conv<mosaiq::transpose_conv_config{.out_channels = C.out_channels,
+                                                                      .kernel = C.kernel,
+                                                                      .stride = C.stride,
+                                                                      .padding = C.padding,
+                                                                      .act = C.act,
+                                                                      .round = R},
+                                        T>;
+  // Every input pixel writes a block of output pixels: never in place. Runs whole (no row bands).
+  static constexpr bool in_place = false;
+  static constexpr std::size_t scratch_bytes(shape in, shape) noexcept { return kernel::workspace_bytes(in); }
+  using state = detail::kernel_state<kernel>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    return {kernel(w.filter.data(), w.bias.data(), In.channels, detail::conv_requant_for<R, T>(w, in[0], C.act)),
+            w.output};
+  }
+  static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte> scratch) {
+    s.kernel(in[0], out, scratch);
+  }
+};
+
 /// Pooling keeps the input quantization (the fused activation clamps in it).
 template <layers::pool_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::average_pool<C>, T, R, In, Out> : detail::same_quantization_executor {
@@ -273,6 +298,25 @@ struct executor<layers::log_softmax<U>, T, R, In, Out> {
   }
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
     s.kernel(in[0], out);
+  }
+};
+
+/// A table lookup per element: in place, and any band of rows is the same op on those rows.
+template <int U, quantized_element T, rounding R, shape In, shape Out>
+struct executor<layers::hard_swish<U>, T, R, In, Out> {
+  static constexpr bool in_place = true;
+  static constexpr std::size_t scratch_bytes(shape, shape) noexcept { return 0; }
+  using state = detail::kernel_state<mosaiq::hard_swish<T>>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    return {mosaiq::hard_swish<T>(in[0], w.output), w.output};
+  }
+  static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
+    s.kernel(in[0], out);
+  }
+  static void run_rows(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>,
+                       row_band band) {
+    s.kernel(detail::rows_of(in, band)[0], out.row_slice(band.first, band.rows()));
   }
 };
 

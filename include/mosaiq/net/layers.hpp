@@ -194,6 +194,45 @@ struct pointwise {
   using weights = conv_weights<T, std::size_t(Out.channels) * In.channels, Out.channels>;
 };
 
+struct transpose_conv_config {
+  int out_channels = 0;
+  hw kernel{2, 2};
+  hw stride{2, 2};
+  mosaiq::padding padding = mosaiq::padding::same();
+  activation act = activation::none;
+  friend constexpr bool operator==(const transpose_conv_config&, const transpose_conv_config&) = default;
+};
+
+/// Transposed convolution (TFLite TRANSPOSE_CONV with bias), filter [Cout][KH][KW][Cin]; the output extents are
+/// TensorFlow's: SAME in * stride, VALID in * stride + max(kernel - stride, 0).
+template <transpose_conv_config Config>
+struct transpose_conv {
+  static constexpr transpose_conv_config config = Config;
+  static constexpr layer_role role = layer_role::op;
+  static constexpr std::string_view kind = "transpose_conv";
+  static constexpr std::array<std::string_view, 1> inputs{current_tensor};
+
+  static constexpr shape_result infer(const std::array<shape, 1>& in) noexcept {
+    if (Config.out_channels <= 0 || !is_valid_window(Config.kernel, Config.stride, hw{1, 1}, Config.padding) ||
+        Config.padding.mode == padding_mode::explicit_pads)
+      return {{1, 1, 1}, shape_error::invalid_config};
+    const auto extent = [](int input, int k, int s) {
+      return Config.padding.mode == padding_mode::valid ? input * s + std::max(k - s, 0) : input * s;
+    };
+    return {{extent(in[0].height, Config.kernel.h, Config.stride.h),
+             extent(in[0].width, Config.kernel.w, Config.stride.w), Config.out_channels}};
+  }
+  /// Every input pixel meets every filter tap (taps falling outside the output are counted too).
+  static constexpr layer_cost cost(shape in, shape out) noexcept {
+    const std::uint64_t taps = std::uint64_t(Config.kernel.h) * Config.kernel.w * in.channels;
+    return {std::uint64_t(in.pixels()) * taps * std::uint64_t(out.channels), taps * out.channels,
+            std::uint64_t(out.channels)};
+  }
+  template <quantized_element T, shape In, shape Out>
+  using weights =
+      conv_weights<T, std::size_t(Out.channels) * Config.kernel.h * Config.kernel.w * In.channels, Out.channels>;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Pooling, resize, softmax: no weights; pooling and resize keep the input quantization.
 
@@ -316,6 +355,21 @@ struct log_softmax {
   static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
   template <quantized_element T, shape In, shape Out>
   using weights = no_weights;
+};
+
+/// Hard-swish x * relu6(x + 3) / 6 of every element (TFLite HARD_SWISH), requantized to the layer's output
+/// quantization. (The unused parameter only makes the spelling `hard_swish<>` match the other layers.)
+template <int Unused = 0>
+struct hard_swish {
+  static constexpr layer_role role = layer_role::op;
+  static constexpr std::string_view kind = "hard_swish";
+  static constexpr std::array<std::string_view, 1> inputs{current_tensor};
+
+  static constexpr shape_result infer(const std::array<shape, 1>& in) noexcept { return {in[0]}; }
+  /// One table lookup per element.
+  static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
+  template <quantized_element T, shape In, shape Out>
+  using weights = output_quant_weights;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -796,18 +796,7 @@ class logistic : public detail::probability::view_entry_points<logistic<T>, T> {
     if (!require(valid(), errc::invalid_argument, "logistic: built from invalid quantization")) return;
     if (!detail::probability::check_same_views(in, out, "logistic: input and output views must be valid and match"))
       return;
-    const auto bytes = [](const T* p) { return reinterpret_cast<const std::uint8_t*>(p); };
-    const auto out_bytes = [](T* p) { return reinterpret_cast<std::uint8_t*>(p); };
-    if (in.is_dense() && out.is_dense()) {
-      const std::size_t count = static_cast<std::size_t>(in.batch()) * in.dims().elements();
-      if (count > 0) lookup_.run(bytes(in.data()), out_bytes(out.data()), count);
-      return;
-    }
-    const auto channels = static_cast<std::size_t>(in.channels());
-    for (int n = 0; n < in.batch(); ++n)
-      for (int y = 0; y < in.height(); ++y)
-        for (int x = 0; x < in.width(); ++x)
-          lookup_.run(bytes(in.pixel(n, y, x)), out_bytes(out.pixel(n, y, x)), channels);
+    detail::run_byte_table<T>(lookup_, in, out);
   }
 
  private:

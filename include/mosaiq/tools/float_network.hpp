@@ -27,10 +27,12 @@
 #include "mosaiq/reference/conv.hpp"
 #include "mosaiq/reference/depthwise.hpp"
 #include "mosaiq/reference/eltwise.hpp"
+#include "mosaiq/reference/hard_swish.hpp"
 #include "mosaiq/reference/pointwise.hpp"
 #include "mosaiq/reference/pool.hpp"
 #include "mosaiq/reference/resize.hpp"
 #include "mosaiq/reference/softmax.hpp"
+#include "mosaiq/reference/transpose_conv.hpp"
 
 namespace mosaiq::tools {
 
@@ -216,6 +218,10 @@ class float_runner {
                                    .pad = c.pad,
                                    .depth_multiplier = c.depth_multiplier},
                                   c.act);
+      } else if constexpr (kind == "transpose_conv") {
+        constexpr auto c = Layer::config;
+        reference::transpose_conv(in[0], lw.filter.data(), lw.bias.data(), out,
+                                  {.kernel = c.kernel, .stride = c.stride, .padding = c.padding}, c.act);
       } else if constexpr (kind == "pointwise") {
         reference::pointwise_conv(in[0], lw.filter.data(), lw.bias.data(), out, Layer::config.act);
       } else if constexpr (kind == "average_pool" || kind == "max_pool") {
@@ -235,6 +241,8 @@ class float_runner {
         reference::softmax(in[0], out, Layer::config.beta);
       } else if constexpr (kind == "logistic") {
         reference::logistic(in[0], out);
+      } else if constexpr (kind == "hard_swish") {
+        reference::hard_swish(in[0], out);
       } else if constexpr (kind == "add") {
         reference::add(in[0], in[1], out, Layer::act);
       } else if constexpr (kind == "mul") {

@@ -1,15 +1,18 @@
 // Byte-to-byte table lookups over runs of bytes, the load-time table applied with vpermi2b (AVX-512 VBMI),
-// XOR-telescoped pshufb (AVX2, AVX-512 without VBMI), vqtbl4q / vqtbx4q (NEON aarch64), or a scalar loop (the twin).
-// Used by logistic (ops/softmax.hpp) and requantizing resize (ops/resize.hpp).
+// XOR-telescoped pshufb (AVX2, AVX-512 without VBMI), vqtbl4q / vqtbx4q (NEON aarch64), vtbl4 / vtbx4 (NEON armv7), or
+// a scalar loop (the twin). Used by logistic (ops/softmax.hpp), hard-swish (ops/hard_swish.hpp) and requantizing
+// resize (ops/resize.hpp).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 
+#include "mosaiq/core/tensor.hpp"
+
 #if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__AVX512BW__))
 #include <immintrin.h>
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON) && defined(__aarch64__)
+#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON)
 #include <arm_neon.h>
 #endif
 
@@ -87,9 +90,45 @@ struct byte_table {
       }
       vst1q_u8(out + j, result);
     }
+#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON)
+    // armv7: eight 32-entry tables, 8 bytes per step; vtbx4 keeps the lane for indices >= 32, and the wrapping
+    // subtraction moves the indices of earlier tables there.
+    uint8x8x4_t eighth[8];
+    for (int q = 0; q < 8; ++q) {
+      const std::uint8_t* base = values.data() + 32 * q;
+      eighth[q] = uint8x8x4_t{{vld1_u8(base), vld1_u8(base + 8), vld1_u8(base + 16), vld1_u8(base + 24)}};
+    }
+    const uint8x8_t thirty_two = vdup_n_u8(32);
+    for (; j + 8 <= count; j += 8) {
+      uint8x8_t index = vld1_u8(in + j);
+      uint8x8_t result = vtbl4_u8(eighth[0], index);
+      for (int q = 1; q < 8; ++q) {
+        index = vsub_u8(index, thirty_two);
+        result = vtbx4_u8(result, eighth[q], index);
+      }
+      vst1_u8(out + j, result);
+    }
 #endif
     for (; j < count; ++j) out[j] = values[in[j]];
   }
 };
+
+/// A byte_table applied to every element of an 8-bit view: one flat run when both views are dense, else one run per
+/// pixel. The caller has checked that the views are valid and of equal extents.
+template <class T>
+void run_byte_table(const byte_table& table, const tensor_view<const T>& in, const tensor_view<T>& out) noexcept {
+  static_assert(sizeof(T) == 1, "run_byte_table: 8-bit elements only");
+  const auto bytes = [](const T* p) { return reinterpret_cast<const std::uint8_t*>(p); };
+  const auto out_bytes = [](T* p) { return reinterpret_cast<std::uint8_t*>(p); };
+  if (in.is_dense() && out.is_dense()) {
+    const std::size_t count = static_cast<std::size_t>(in.batch()) * in.dims().elements();
+    if (count > 0) table.run(bytes(in.data()), out_bytes(out.data()), count);
+    return;
+  }
+  const auto channels = static_cast<std::size_t>(in.channels());
+  for (int n = 0; n < in.batch(); ++n)
+    for (int y = 0; y < in.height(); ++y)
+      for (int x = 0; x < in.width(); ++x) table.run(bytes(in.pixel(n, y, x)), out_bytes(out.pixel(n, y, x)), channels);
+}
 
 }  // namespace mosaiq::detail
