@@ -5,6 +5,7 @@
 //     resizes, both pools, a dilated conv, softmax;
 //   head_{u8,i8}: the input read twice (x * x), mean, a reshape to [1,C], fully connected, softmax, and an op that
 //     does not reach the output;
+//   gate_{u8,i8}: a squeeze-and-excitation block (mean, 1x1 ReLU, 1x1, logistic, mul) and a logistic mask;
 //   rejected_sub_u8: SUB, which the importer refuses (the tool's error test).
 #include <cstdio>
 #include <fstream>
@@ -125,6 +126,32 @@ files::model_spec head(bool int8) {
   return m.spec;
 }
 
+index logistic(files::quantized_writer& m, index in, const std::string& name) {
+  return m.op(code::logistic, {in}, m.probability(name, m.shape(in)));
+}
+
+/// A squeeze-and-excitation block as the selfie model has them (pool, 1x1 ReLU, 1x1, logistic, multiply), then a
+/// one-channel mask through a logistic.
+files::model_spec gate(bool int8) {
+  files::quantized_writer m(int8, 3);
+  const index in = m.input("rgb", {1, 6, 6, 4}, 1.0f / 32.0f, 128);
+  const index x =
+      conv(m, in, "features", {12, 3, 3, 4}, m.activation_tensor("features", {1, 6, 6, 12}, 6.0f / 255.0f, 0),
+           files::conv_options(same, 1, 1, relu6));
+  const index pooled = mean(m, x, m.activation_tensor("squeeze", {1, 1, 1, 12}, 0.015f, 0));
+  const index reduced = conv(m, pooled, "reduce", {6, 1, 1, 12}, m.activation_tensor("reduce", {1, 1, 1, 6}, 0.01f, 0),
+                             files::conv_options(same, 1, 1, relu));
+  const index expanded =
+      conv(m, reduced, "expand", {12, 1, 1, 6}, m.activation_tensor("expand", {1, 1, 1, 12}, 0.02f, 128),
+           files::conv_options(same, 1, 1));
+  const index excitation = logistic(m, expanded, "excitation");
+  const index scaled = binary(m, code::mul, x, excitation, m.activation_tensor("scaled", {1, 6, 6, 12}, 0.015f, 0));
+  const index logits = conv(m, scaled, "logits", {1, 1, 1, 12}, m.activation_tensor("logits", {1, 6, 6, 1}, 0.05f, 128),
+                            files::conv_options(same, 1, 1));
+  m.output(logistic(m, logits, "mask"));
+  return m.spec;
+}
+
 files::model_spec rejected_sub() {
   files::quantized_writer m(false);
   const index in = m.input("x", {1, 2, 2, 3}, 0.1f, 128);
@@ -150,6 +177,7 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const bool ok = save(dir, "branches_u8", branches(false)) && save(dir, "branches_i8", branches(true)) &&
                   save(dir, "head_u8", head(false)) && save(dir, "head_i8", head(true)) &&
+                  save(dir, "gate_u8", gate(false)) && save(dir, "gate_i8", gate(true)) &&
                   save(dir, "rejected_sub_u8", rejected_sub());
   if (!ok) std::fprintf(stderr, "tflite_import_models: cannot write into %s\n", dir.c_str());
   return ok ? 0 : 1;

@@ -13,6 +13,8 @@
 
 #include "branches_i8.hpp"
 #include "branches_u8.hpp"
+#include "gate_i8.hpp"
+#include "gate_u8.hpp"
 #include "head_i8.hpp"
 #include "head_u8.hpp"
 #include "mosaiq/net.hpp"
@@ -80,11 +82,15 @@ void check_generated_network(const std::string& model) {
   }
 }
 
-std::string import_error(const files::model_spec& spec) {
+tfl::result<tfl::emitted_network> lower(const files::model_spec& spec) {
   const std::vector<std::uint8_t> bytes = files::write(spec);
   tfl::graph graph = read_graph(bytes);
   tfl::apply_emitter_patterns(graph);
-  const auto net = tfl::lower_quantized(graph);
+  return tfl::lower_quantized(graph);
+}
+
+std::string import_error(const files::model_spec& spec) {
+  const auto net = lower(spec);
   REQUIRE_FALSE(net.ok());
   return net.error();
 }
@@ -101,6 +107,8 @@ TEST_CASE("generated networks equal the reference interpreter of their .tflite b
   check_generated_network<branches_i8::network>("branches_i8");
   check_generated_network<head_u8::network>("head_u8");
   check_generated_network<head_i8::network>("head_i8");
+  check_generated_network<gate_u8::network>("gate_u8");
+  check_generated_network<gate_i8::network>("gate_i8");
 }
 
 TEST_CASE("generated networks have the model's structure") {
@@ -158,5 +166,37 @@ TEST_CASE("the importer names the operator and the reason for what it cannot emi
     spec.inputs = {0};
     spec.outputs = {1};
     CHECK(import_error(spec).find("input 'x' [1,2,2,3] is float32") == 0);
+  }
+}
+
+TEST_CASE("HARD_SWISH and TRANSPOSE_CONV become the selfie ops' layers, with their weights") {
+  // The layers themselves arrive with the selfie-ops branch: here only the text and the payload are checked.
+  using index = files::quantized_writer::index;
+  constexpr std::int32_t hard_swish_code = 117, transpose_conv_code = 67;
+  for (const bool int8 : {false, true}) {
+    CAPTURE(int8);
+    files::quantized_writer m(int8);
+    const index x = m.input("x", {1, 4, 4, 6}, 0.05f, 128);
+    const index h =
+        m.op(hard_swish_code, {x}, m.activation_tensor("h", {1, 4, 4, 6}, 0.04f, 100),
+             fb::BuiltinOptions_HardSwishOptions, [](auto& b) { return fb::CreateHardSwishOptions(b).Union(); });
+    const index shape = m.int_vector("up/shape", {1, 8, 8, 3});
+    const index w = m.filter("up/weights", {3, 2, 2, 6}, 0);
+    const index b = m.bias("up/bias", 3);
+    m.output(m.op(transpose_conv_code, {shape, w, h, b}, m.activation_tensor("up", {1, 8, 8, 3}, 0.1f, 128),
+                  fb::BuiltinOptions_TransposeConvOptions,
+                  [](auto& builder) { return fb::CreateTransposeConvOptions(builder, 0, 2, 2, 0).Union(); }));
+    const auto net = lower(m.spec);
+    REQUIRE_MESSAGE(net.ok(), net.error());
+    const auto& layers = net.value().layers;
+    REQUIRE(layers.size() == 2);
+    CHECK(layers[0].spelling == "mosaiq::layers::hard_swish<>");
+    CHECK(layers[0].payload.size() == 8);  // the output quantization
+    CHECK(layers[1].spelling ==
+          "mosaiq::layers::transpose_conv<{.out_channels = 3, .kernel = {2, 2}, .stride = {2, 2}, "
+          ".padding = mosaiq::padding::same()}>");
+    const std::size_t scales = int8 ? 3 : 1;
+    CHECK(layers[1].payload.size() == 3 * 2 * 2 * 6 + 4 * 3 + 4 * scales + 4 + 8);
+    CHECK(layers[1].shape == std::array<std::int32_t, 3>{8, 8, 3});
   }
 }
