@@ -193,7 +193,8 @@ TEST_CASE("HARD_SWISH and TRANSPOSE_CONV become the selfie ops' layers, with the
     CHECK(layers[0].spelling == "mosaiq::layers::hard_swish<>");
     CHECK(layers[0].payload.size() == 8);  // the output quantization
     CHECK(layers[1].spelling ==
-          "mosaiq::layers::transpose_conv<{.out_channels = 3, .kernel = {2, 2}, .stride = {2, 2}, "
+          "mosaiq::layers::transpose_conv<mosaiq::layers::transpose_conv_config{.out_channels = 3, .kernel = {2, 2}, "
+          ".stride = {2, 2}, "
           ".padding = mosaiq::padding::same()}>");
     const std::size_t scales = int8 ? 3 : 1;
     CHECK(layers[1].payload.size() == 3 * 2 * 2 * 6 + 4 * 3 + 4 * scales + 4 + 8);

@@ -67,10 +67,10 @@ std::string activation_text(activation a) {
   return "mosaiq::activation::none";
 }
 
-/// Joins designated initializers into a layer's config argument: "<{.a = 1, .b = 2}>", "<>" when there are none.
-std::string config_text(const std::vector<std::string>& fields) {
-  if (fields.empty()) return "<>";
-  std::string out = "<{";
+/// A layer's config argument with designated initializers, "<mosaiq::layers::pool_config{.a = 1, .b = 2}>" (the
+/// config type spelled out: clang 14 does not deduce a class-type template argument from a braced list).
+std::string config_text(const std::string& config_type, const std::vector<std::string>& fields) {
+  std::string out = "<mosaiq::layers::" + config_type + "{";
   for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? ", " : "") + fields[i];
   return out + "}>";
 }
@@ -411,14 +411,14 @@ class lowering {
     if (one_by_one) {
       std::vector<std::string> f{".out_channels = " + std::to_string(s[0])};
       if (o.fused != activation::none) f.push_back(".act = " + activation_text(o.fused));
-      layer = {"pointwise", "mosaiq::layers::pointwise" + config_text(f), {}, {}, {}};
+      layer = {"pointwise", "mosaiq::layers::pointwise" + config_text("pointwise_config", f), {}, {}, {}};
     } else {
       std::vector<std::string> f{".out_channels = " + std::to_string(s[0]), ".kernel = " + hw_text(s[1], s[2]),
                                  ".stride = " + hw_text(o.stride_h, o.stride_w)};
       if (o.dilation_h != 1 || o.dilation_w != 1) f.push_back(".dilation = " + hw_text(o.dilation_h, o.dilation_w));
       f.push_back(".pad = " + padding_text(o.pad));
       if (o.fused != activation::none) f.push_back(".act = " + activation_text(o.fused));
-      layer = {"conv2d", "mosaiq::layers::conv2d" + config_text(f), {}, {}, {}};
+      layer = {"conv2d", "mosaiq::layers::conv2d" + config_text("conv2d_config", f), {}, {}, {}};
     }
     put_conv_weights(layer, l, op.inputs[1], optional_input(op, 2), s[0], 0);
     return layer;
@@ -437,7 +437,7 @@ class lowering {
     f.push_back(".pad = " + padding_text(o.pad));
     if (multiplier != 1) f.push_back(".depth_multiplier = " + std::to_string(multiplier));
     if (o.fused != activation::none) f.push_back(".act = " + activation_text(o.fused));
-    emitted_layer layer{"depthwise", "mosaiq::layers::depthwise" + config_text(f), {}, {}, {}};
+    emitted_layer layer{"depthwise", "mosaiq::layers::depthwise" + config_text("depthwise_config", f), {}, {}, {}};
     put_conv_weights(layer, l, op.inputs[1], optional_input(op, 2), s[3], 3);
     return layer;
   }
@@ -452,7 +452,7 @@ class lowering {
       fail(where(op), ": only a [1,C] or 1x1xC input with C = ", s[1], " is supported, not ", tensor_text(l.inputs[0]));
     std::vector<std::string> f{".out_channels = " + std::to_string(s[0])};
     if (o.fused != activation::none) f.push_back(".act = " + activation_text(o.fused));
-    emitted_layer layer{"pointwise", "mosaiq::layers::pointwise" + config_text(f), {}, {}, {}};
+    emitted_layer layer{"pointwise", "mosaiq::layers::pointwise" + config_text("pointwise_config", f), {}, {}, {}};
     put_conv_weights(layer, l, op.inputs[1], optional_input(op, 2), s[0], 0);
     return layer;
   }
@@ -470,7 +470,8 @@ class lowering {
     const std::vector<std::string> f{".out_channels = " + std::to_string(s[0]), ".kernel = " + hw_text(s[1], s[2]),
                                      ".stride = " + hw_text(o.stride_h, o.stride_w),
                                      ".padding = " + padding_text(o.pad)};
-    emitted_layer layer{"transpose_conv", "mosaiq::layers::transpose_conv" + config_text(f), {}, {}, {}};
+    emitted_layer layer{
+        "transpose_conv", "mosaiq::layers::transpose_conv" + config_text("transpose_conv_config", f), {}, {}, {}};
     put_conv_weights(layer, l, filter, bias, s[0], 0);
     return layer;
   }
@@ -489,7 +490,7 @@ class lowering {
     if (o.fused != activation::none) f.push_back(".act = " + activation_text(o.fused));
     const bool average = l.op->op == builtin::average_pool_2d;
     const std::string kind = average ? "average_pool" : "max_pool";
-    return {kind, "mosaiq::layers::" + kind + config_text(f), {}, {}, {}};
+    return {kind, "mosaiq::layers::" + kind + config_text("pool_config", f), {}, {}, {}};
   }
 
   emitted_layer lower_mean(const layer_op& l) {
@@ -522,12 +523,12 @@ class lowering {
           "TFLITE_SINGLE_ROUNDING (and XNNPACK); TFLite's default int8 build rounds negative ties away from "
           "zero (docs/decisions.md)");
     const std::string kind = bilinear ? "resize_bilinear" : "resize_nearest";
-    return {
-        kind,
-        "mosaiq::layers::" + kind + config_text({".scale = " + std::to_string(scale), std::string(".mode = ") + mode}),
-        {},
-        {},
-        {}};
+    return {kind,
+            "mosaiq::layers::" + kind +
+                config_text("resize_config", {".scale = " + std::to_string(scale), std::string(".mode = ") + mode}),
+            {},
+            {},
+            {}};
   }
 
   /// SOFTMAX and LOGISTIC: the output quantization is fixed (scale 1/256, zero point at the minimum), as TFLite
@@ -540,7 +541,7 @@ class lowering {
       fail(where(op), ": the output ", tensor_text(l.output), " must have scale 1/256 and zero point ", zero);
     if (op.op == builtin::logistic) return {"logistic", "mosaiq::layers::logistic<>", {}, {}, {}};
     const float beta = std::get<softmax_options>(op.options).beta;
-    const std::string config = beta == 1.0f ? "<>" : config_text({".beta = " + float_literal(beta)});
+    const std::string config = beta == 1.0f ? "<>" : config_text("softmax_config", {".beta = " + float_literal(beta)});
     return {"softmax", "mosaiq::layers::softmax" + config, {}, {}, {}};
   }
 
