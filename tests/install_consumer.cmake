@@ -1,5 +1,6 @@
 # ctest script: install mosaiq into a fresh prefix, then configure, build and run a consumer that
-# finds it with find_package(mosaiq CONFIG) and, separately, with pkg-config.
+# finds it with find_package(mosaiq CONFIG) and, separately, with pkg-config. With MODEL (a .tflite the suite
+# wrote), the consumer also imports it with the installed mosaiq_add_model and mosaiq-import and runs the network.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 function(run)
@@ -10,9 +11,13 @@ function(run)
 endfunction()
 run(${CMAKE_COMMAND} --install ${MOSAIQ_BINARY_DIR} --prefix ${prefix})
 run(${CMAKE_COMMAND} -S ${MOSAIQ_SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix})
+    -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${prefix} -DMOSAIQ_CONSUMER_MODEL=${MODEL})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+if(MODEL)
+  # The model became a network type at the consumer's build time (mosaiq_add_model and the installed importer).
+  run(${WORK_DIR}/build/consumer_model)
+endif()
 find_program(PKG_CONFIG pkg-config)
 if(PKG_CONFIG)
   set(ENV{PKG_CONFIG_PATH} ${prefix}/share/pkgconfig)

@@ -284,20 +284,38 @@ struct executor<layers::softmax<C>, T, R, In, Out> {
   }
 };
 
-/// Specialized on the channel count like softmax; in place for the same reasons (every path reads a pixel's channels,
-/// or a whole block of pixels, before writing them; output channel c then reads only input channel c).
-template <int U, quantized_element T, rounding R, shape In, shape Out>
-struct executor<layers::log_softmax<U>, T, R, In, Out> {
-  using kernel = mosaiq::log_softmax<mosaiq::softmax_config{.channels = In.channels}, T>;
+namespace detail {
+
+/// A table-driven unary op built from its input quantization, with a fixed output quantization.
+template <class Kernel, quantized_element T>
+struct table_executor {
+  using kernel = Kernel;
   static constexpr bool in_place = true;
   static constexpr std::size_t scratch_bytes(shape, shape) noexcept { return 0; }
-  using state = detail::kernel_state<kernel>;
+  using state = kernel_state<kernel>;
   template <class W>
   static state prepare(const W&, const std::array<quant_params, 1>& in) {
     return {kernel(in[0]), kernel::output_params};
   }
   static void run(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>) {
     s.kernel(in[0], out);
+  }
+};
+
+}  // namespace detail
+
+/// Specialized on the channel count like softmax; in place for the same reasons (every path reads a pixel's channels,
+/// or a whole block of pixels, before writing them; output channel c then reads only input channel c).
+template <int U, quantized_element T, rounding R, shape In, shape Out>
+struct executor<layers::log_softmax<U>, T, R, In, Out>
+    : detail::table_executor<mosaiq::log_softmax<mosaiq::softmax_config{.channels = In.channels}, T>, T> {};
+
+/// One table lookup per element: in place and split into row bands.
+template <int U, quantized_element T, rounding R, shape In, shape Out>
+struct executor<layers::logistic<U>, T, R, In, Out> : detail::table_executor<mosaiq::logistic<T>, T> {
+  static void run_rows(const typename executor::state& s, const input_views<T, 1>& in, tensor_view<T> out,
+                       std::span<std::byte>, row_band band) {
+    s.kernel(detail::rows_of(in, band)[0], out.row_slice(band.first, band.rows()));
   }
 };
 

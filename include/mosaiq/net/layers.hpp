@@ -357,6 +357,22 @@ struct log_softmax {
   using weights = no_weights;
 };
 
+/// Logistic (sigmoid) of every element (TFLite LOGISTIC: squeeze-and-excitation gates, segmentation masks); output
+/// quantization is fixed (scale 1/256, zero point at the minimum). (The unused parameter only makes the spelling
+/// `logistic<>` match the other layers.)
+template <int Unused = 0>
+struct logistic {
+  static constexpr layer_role role = layer_role::op;
+  static constexpr std::string_view kind = "logistic";
+  static constexpr std::array<std::string_view, 1> inputs{current_tensor};
+
+  static constexpr shape_result infer(const std::array<shape, 1>& in) noexcept { return {in[0]}; }
+  /// One table lookup per element.
+  static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
+  template <quantized_element T, shape In, shape Out>
+  using weights = no_weights;
+};
+
 /// Hard-swish x * relu6(x + 3) / 6 of every element (TFLite HARD_SWISH), requantized to the layer's output
 /// quantization. (The unused parameter only makes the spelling `hard_swish<>` match the other layers.)
 template <int Unused = 0>

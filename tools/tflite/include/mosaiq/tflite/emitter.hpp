@@ -1,0 +1,62 @@
+// The importer's last stage: a quantized graph (after the pattern passes) -> the layer list of a static
+// mosaiq::network, then (a) a C++ header that spells it, one layer per line with the source tensor names as
+// comments, and (b) the weights blob its network::load reads (the layout network::save writes: header naming the
+// element type, rounding, input shape and every layer's kind, output shape and payload size, then the input
+// quantization and each layer's weight fields in order).
+//
+// Branches become taps and froms: a tensor read anywhere but as the current tensor of the very next layer is
+// tapped right after it is made (as "t<file tensor index>"), and a layer whose input is not the current tensor
+// starts with a from. ADD and MUL are commutative in TFLite's quantized arithmetic, so either operand may be the
+// current one. Ops that do not contribute to the output are left out. Anything the network vocabulary cannot
+// express is a failed result naming the operator index, its op and the reason.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mosaiq/tflite/graph.hpp"
+
+namespace mosaiq::tflite {
+
+/// One layer of the emitted network.
+struct emitted_layer {
+  std::string kind;                     // the layer's kind as network blobs name it ("conv2d", "tap", ...)
+  std::string spelling;                 // the C++ type, e.g. mosaiq::layers::pointwise<{.out_channels = 8}>
+  std::string comment;                  // where it comes from: operator index, op name, tensor names and shapes
+  std::array<std::int32_t, 3> shape{};  // output height, width, channels (tap, from: the tensor they name)
+  std::vector<std::uint8_t> payload;    // the weight fields, in the order and layout network::save writes them
+};
+
+struct emitted_network {
+  element_type element = element_type::uint8;  // uint8 or int8
+  std::array<std::int32_t, 3> input_shape{};
+  float input_scale = 1.0f;
+  std::int32_t input_zero_point = 0;
+  std::string input_comment;
+  std::vector<emitted_layer> layers;
+  /// Facts a user should read about this model's import (printed by mosaiq-import), e.g. rounding deviations.
+  std::vector<std::string> notes;
+};
+
+/// Lowers a graph whose activations are uint8 or int8 (TFLite-quantized: every scale and zero point is kept as the
+/// file gives it). Run apply_quantized_patterns first.
+result<emitted_network> lower_quantized(const graph& g);
+
+/// The pattern passes that lead to layers mosaiq has: activation fusion (and, for float graphs, batch norm folding
+/// and hard-swish recognition). Squeeze-and-excitation blocks stay as their ops (pool, 1x1s, logistic, mul), which
+/// are layers themselves.
+void apply_emitter_patterns(graph& g);
+
+/// The header text: `namespace <name> { using network = mosaiq::network<...>; }` plus the blob's file name.
+std::string emit_header(const emitted_network& net, const std::string& name, const std::string& source,
+                        const std::string& blob_name);
+
+/// The weights blob network::load reads for the network emit_header spells.
+std::vector<std::uint8_t> emit_blob(const emitted_network& net);
+
+/// A name usable as a C++ namespace ("selfie-256" -> "selfie_256"; a leading digit gets a "model_" prefix).
+std::string identifier_from(const std::string& text);
+
+}  // namespace mosaiq::tflite
