@@ -58,7 +58,9 @@
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/epilogue.hpp"
+#include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/target.hpp"
+#include "mosaiq/simd/x86.hpp"
 #if MOSAIQ_TARGET_AVX2
 #include "mosaiq/ops/depthwise/avx2.hpp"
 #endif

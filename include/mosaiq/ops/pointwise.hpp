@@ -80,8 +80,12 @@
 #include "mosaiq/ops/pointwise/tile.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/simd/amx.hpp"
+#include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/epilogue.hpp"
+#include "mosaiq/simd/gemm_x86.hpp"
+#include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/target.hpp"
+#include "mosaiq/simd/x86.hpp"
 #if MOSAIQ_TARGET_AVX2
 #include "mosaiq/ops/pointwise/avx2.hpp"
 #endif
@@ -490,7 +494,22 @@ class pointwise {
     auto* const pixel_offsets = reinterpret_cast<std::int32_t*>(base + l.offsets);
     const int padded = static_cast<int>(l.row_elements);
 
-    kernels::pw::tile_job job = tile_job_for(l, packed, pixel_offsets, out_stride);
+    kernels::pw::tile_job job{.input = packed,
+                              .input_stride = static_cast<std::ptrdiff_t>(l.row_elements),
+                              .k_groups = l.k_groups,
+                              .weights = nullptr,
+                              .bias = nullptr,
+                              .multiplier = nullptr,
+                              .left_shift = nullptr,
+                              .right_shift = nullptr,
+                              .pixel_offset = pixel_offsets,
+                              .split = split_weights_,
+                              .output_zero_point = output_zero_point_,
+                              .clamp_min = clamp_.min,
+                              .clamp_max = clamp_.max,
+                              .out = nullptr,
+                              .out_stride = out_stride,
+                              .valid_channels = 0};
     // Input pixels the tile can read as they are (bytes it wants, whole k groups, no split-weight
     // sums): skip the packed copy, which took 2.4% of a 28x28x256 layer.
     const std::uint8_t* direct = nullptr;
@@ -512,55 +531,28 @@ class pointwise {
         rows.template pack<path, false>(p0, block_pixels, packed, padded, flip, pixel_offsets, 0);
       }
       T* const block_out = destination + p0 * out_stride;
-      run_block(job, block_out, block_pixels);
-    }
-  }
-
-  /// The tile job of a run on workspace layout `l` (channel tile fields set per tile).
-  kernels::pw::tile_job tile_job_for(const layout& l, const input_type* packed, const std::int32_t* pixel_offsets,
-                                     std::ptrdiff_t out_stride) const noexcept {
-    return {.input = packed,
-            .input_stride = static_cast<std::ptrdiff_t>(l.row_elements),
-            .k_groups = l.k_groups,
-            .weights = nullptr,
-            .bias = nullptr,
-            .multiplier = nullptr,
-            .left_shift = nullptr,
-            .right_shift = nullptr,
-            .pixel_offset = pixel_offsets,
-            .split = split_weights_,
-            .output_zero_point = output_zero_point_,
-            .clamp_min = clamp_.min,
-            .clamp_max = clamp_.max,
-            .out = nullptr,
-            .out_stride = out_stride,
-            .valid_channels = 0};
-  }
-
-  /// Every channel tile over one block of packed rows, with the epilogue chosen at load.
-  [[gnu::always_inline]] void run_block(const kernels::pw::tile_job& job, T* block_out,
-                                        int block_pixels) const noexcept {
-    // An explicit switch: dispatching through a generic lambda doubled the time of the 1x1
-    // layers (GCC 12 then reloads the job's fields around every tile).
-    if constexpr (lane_epilogues) {
-      switch (requant_) {
-        case lane_requant::lanes_folded:
-          run_channel_tiles<lane_requant::lanes_folded>(job, block_out, block_pixels);
-          break;
-        case lane_requant::lanes_folded_sign_free:
-          run_channel_tiles<lane_requant::lanes_folded_sign_free>(job, block_out, block_pixels);
-          break;
-        case lane_requant::lanes:
-          run_channel_tiles<lane_requant::lanes>(job, block_out, block_pixels);
-          break;
-        case lane_requant::lanes_left:
-          run_channel_tiles<lane_requant::lanes_left>(job, block_out, block_pixels);
-          break;
-        default:
-          run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
+      // An explicit switch: dispatching through a generic lambda doubled the time of the 1x1
+      // layers (GCC 12 then reloads the job's fields around every tile).
+      if constexpr (lane_epilogues) {
+        switch (requant_) {
+          case lane_requant::lanes_folded:
+            run_channel_tiles<lane_requant::lanes_folded>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes_folded_sign_free:
+            run_channel_tiles<lane_requant::lanes_folded_sign_free>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes:
+            run_channel_tiles<lane_requant::lanes>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes_left:
+            run_channel_tiles<lane_requant::lanes_left>(job, block_out, block_pixels);
+            break;
+          default:
+            run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
+        }
+      } else {
+        run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
       }
-    } else {
-      run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
     }
   }
 
@@ -623,8 +615,10 @@ class pointwise {
             .out_stride = out_stride};
   }
 
-  /// A narrow layer's rows read in place from the input (no packed copy, no workspace).
-  void run_narrow_in_place(const detail::pw::pixel_rows& rows, std::ptrdiff_t pixels, T* destination,
+  /// A narrow layer's rows read in place from the input (no packed copy, no workspace); a template
+  /// like run_narrow, so that only narrow layers instantiate it.
+  template <class Rows>
+  void run_narrow_in_place(const Rows& rows, std::ptrdiff_t pixels, T* destination,
                            std::ptrdiff_t out_stride) const noexcept {
     const kernels::pw::narrow_job job = narrow_job_for(rows.base, rows.stride, true, nullptr, destination, out_stride);
     switch (requant_) {
