@@ -52,11 +52,27 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/depthwise/row_job.hpp"
+#include "mosaiq/ops/depthwise/scalar.hpp"
 #include "mosaiq/ops/detail/common.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/simd/arch.hpp"
+#include "mosaiq/simd/epilogue.hpp"
 #include "mosaiq/simd/neon.hpp"
+#include "mosaiq/simd/target.hpp"
 #include "mosaiq/simd/x86.hpp"
+#if MOSAIQ_TARGET_AVX2
+#include "mosaiq/ops/depthwise/avx2.hpp"
+#endif
+#if MOSAIQ_TARGET_AVX512
+#include "mosaiq/ops/depthwise/avx512.hpp"
+#endif
+#if MOSAIQ_TARGET_AVX512_VNNI
+#include "mosaiq/ops/depthwise/avx512_vnni.hpp"
+#endif
+#if MOSAIQ_TARGET_NEON
+#include "mosaiq/ops/depthwise/neon.hpp"
+#endif
 
 namespace mosaiq {
 
@@ -81,41 +97,32 @@ struct depthwise_config {
 
 namespace detail::dw {
 
-inline constexpr int block = 16;      // channels per block, on every path
-inline constexpr int group_taps = 4;  // horizontal taps per group (one vpdpbusd lane)
+using kernels::dw::block, kernels::dw::group_taps;
+
+// The best path this target builds (every target builds the scalar one).
+#if MOSAIQ_TARGET_AVX512_VNNI
+using native_path = kernels::dw::vnni_path;
+#elif MOSAIQ_TARGET_AVX2
+using native_path = kernels::dw::avx2_path;
+#elif MOSAIQ_TARGET_NEON
+using native_path = kernels::dw::neon_path;
+#else
+using native_path = kernels::dw::scalar_path;
+#endif
 
 constexpr int groups_for(int kernel_w) noexcept { return (kernel_w + group_taps - 1) / group_taps; }
 
 constexpr bool uses_vnni = simd::native_isa == simd::isa::avx512_vnni;
 
-/// Calls f(integral_constant<0>) ... f(integral_constant<N-1>): a guaranteed unroll, so tile
-/// accumulators indexed by these constants stay in registers (-O2 does not unroll the loops).
-template <int N, class F>
-[[gnu::always_inline]] inline void unroll(F&& f) {
-  [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
-    (f(std::integral_constant<int, I>{}), ...);
-  }(std::make_integer_sequence<int, N>{});
-}
-
-/// Default output tile width per ISA: enough independent accumulators to hide the multiply-add
-/// latency without spilling (VNNI: four zmm per pixel; AVX2: four ymm per pixel; NEON: sixteen q
-/// registers per pixel).
-constexpr int default_tile_w(hw /*kernel*/) noexcept {
-  switch (simd::native_isa) {
-    case simd::isa::avx512_vnni: return 4;  // x four 16-lane blocks
-    case simd::isa::avx512:
-    case simd::isa::avx2:
-    case simd::isa::avx2_vnni: return 2;
-    case simd::isa::neon: return 1;
-    case simd::isa::scalar: return 4;
-  }
-  return 1;
-}
+/// Default output tile width: enough independent accumulators to hide the multiply-add latency
+/// without spilling (the path's, see ops/depthwise/<isa>.hpp).
+constexpr int default_tile_w(hw /*kernel*/) noexcept { return native_path::default_tile_w; }
 
 // Channels per hot-loop job: the VNNI path works on 64 channels as four 16-lane blocks whose lanes
 // are permuted so that both the byte unpacks of its build and the saturating packs of its output
 // keep channel order (see vnni_path); the other paths work on plain 16-channel blocks.
-inline constexpr int job_channels = uses_vnni ? 64 : block;
+inline constexpr int job_channels = native_path::job_channels;
+static_assert(uses_vnni == (job_channels == 64), "the VNNI path is the one with 64-channel jobs");
 
 /// Where channel c sits in the packed per-channel arrays and the tap-group rows.
 constexpr int channel_position(int c) noexcept {
@@ -131,515 +138,6 @@ constexpr int pixels_per_job(int channels) noexcept {
   if constexpr (!uses_vnni) return 1;
   return channels <= 8 ? 8 : channels <= 16 ? 4 : channels <= 32 ? 2 : 1;
 }
-
-/// Which input rows a register tile of TH output rows reads: output row r, kernel row kr read
-/// tap-group row r*SH + kr*DH of the pass (stride SH, dilation DH). Rows shared between output rows
-/// (stride 1: rows 1..KH-1 of the first are rows 0..KH-2 of the second) are loaded once per tile.
-template <int KH, int TH, int SH, int DH>
-struct rows_tile {
-  /// The kernel row with which output row r reads offset u, or -1.
-  static constexpr int kernel_row(int u, int r) noexcept {
-    const int d = u - r * SH;
-    return d >= 0 && d % DH == 0 && d / DH < KH ? d / DH : -1;
-  }
-  static constexpr int span = (TH - 1) * SH + (KH - 1) * DH + 1;
-  static constexpr bool read(int u) noexcept {
-    for (int r = 0; r < TH; ++r)
-      if (kernel_row(u, r) >= 0) return true;
-    return false;
-  }
-  /// Distinct offsets read, in increasing order.
-  static constexpr int count = [] {
-    int n = 0;
-    for (int u = 0; u < span; ++u) n += read(u) ? 1 : 0;
-    return n;
-  }();
-  static constexpr std::array<int, count> offsets = [] {
-    std::array<int, count> list{};
-    for (int u = 0, n = 0; u < span; ++u)
-      if (read(u)) list[static_cast<std::size_t>(n++)] = u;
-    return list;
-  }();
-  /// Index into job.rows ([r][kr]) of the first (r, kr) that reads offset u.
-  static constexpr int source(int u) noexcept {
-    for (int r = 0; r < TH; ++r)
-      if (kernel_row(u, r) >= 0) return r * KH + kernel_row(u, r);
-    return 0;
-  }
-  /// Whether TH rows at once load fewer vectors than TH separate rows.
-  static constexpr bool shares_rows = count < TH * KH;
-};
-
-/// Which requantization the VNNI tile runs (chosen at load time from the scales).
-/// lanes*: simd::avx512::requant_lanes with the output zero point folded into the offsets;
-/// *_unsigned: the negative-x offsets are dropped because no lane's result for x < 0 survives the
-/// clamp differently (single rounding, or a clamp at or above the zero point such as ReLU/ReLU6).
-enum class requant_kind { lanes, lanes_with_left_shift, lanes_unsigned, lanes_unsigned_with_left_shift, general };
-
-/// Everything the hot loop of one (output row, channel job) needs.
-struct row_job {
-  const std::uint8_t* const* rows;  // KH tap-group rows ([TH][KH] for a multi-row tile), offset to this block
-  std::ptrdiff_t column_stride;     // bytes between output columns in a tap-group row
-  std::ptrdiff_t group_stride;      // bytes between tap groups of one column
-  const void* weights;              // this job's packed weights [KH][G][job_channels][4]
-  const std::int32_t* bias;         // job_channels folded biases
-  const std::int32_t* multiplier;   // job_channels each
-  const std::int32_t* left_shift;
-  const std::int32_t* right_shift;
-  const void* requant_lanes;        // VNNI: this job's simd::avx512::requant_lanes, one per block
-  requant_kind requant;             // VNNI
-  std::int32_t output_zero_point, clamp_min, clamp_max;
-  std::int32_t sum_x_factor;        // VNNI uint8 split: 128 - filter_zp, else unused
-  const std::int8_t* group_ones;    // VNNI uint8 split: [G][16][4] 1 for taps < KW
-  void* out;                        // output pixel (ox = 0) of this row, offset to this block
-  std::ptrdiff_t out_pixel_stride;  // elements
-  std::ptrdiff_t out_row_stride;    // elements between the output rows of a multi-row VNNI tile
-  int valid_channels;               // 1..job_channels
-  // VNNI with at most 32 output channels: one 64-lane job holds `pixels` (2, 4 or 8) neighbouring
-  // output pixels of `pixel_width` (32, 16 or 8) lanes each; columns are then counted in jobs and
-  // `out_width` is the row's real pixel count. 1 everywhere else.
-  int pixels = 1, pixel_width = 0, out_width = 0;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Scalar path: the structure of the SIMD paths in plain loops (and the twin they are tested against).
-struct scalar_path {
-  using weight_type = std::int16_t;
-
-  static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst, int channels,
-                         int padded_channels, std::uint8_t flip) noexcept {
-    for (int c = 0; c < channels; ++c)
-      for (int t = 0; t < group_taps; ++t) dst[c * group_taps + t] = static_cast<std::uint8_t>(src[t][c] ^ flip);
-    std::memset(dst + channels * group_taps, 0, static_cast<std::size_t>(padded_channels - channels) * group_taps);
-  }
-
-  template <int KH, int G, int TW, rounding R, class T>
-  static void tile(const row_job& job, int ox) noexcept {
-    const auto* w = static_cast<const weight_type*>(job.weights);
-    std::array<std::array<std::int32_t, block>, TW> acc;
-    for (auto& a : acc) std::copy_n(job.bias, block, a.begin());
-    for (int kr = 0; kr < KH; ++kr)
-      for (int g = 0; g < G; ++g) {
-        const weight_type* wg = w + (kr * G + g) * block * group_taps;
-        for (int p = 0; p < TW; ++p) {
-          const std::uint8_t* x = job.rows[kr] + (ox + p) * job.column_stride + g * job.group_stride;
-          for (int c = 0; c < block; ++c)
-            for (int t = 0; t < group_taps; ++t)
-              acc[p][c] += static_cast<std::int32_t>(x[c * group_taps + t]) * wg[c * group_taps + t];
-        }
-      }
-    for (int p = 0; p < TW; ++p)
-      kernel::requantize_store<R>(job, acc[p].data(), static_cast<T*>(job.out) + (ox + p) * job.out_pixel_stride);
-  }
-};
-
-#if defined(__AVX2__)
-// ---------------------------------------------------------------------------------------------
-// x86: the tap-group build is a 4-way byte interleave of 16-channel vectors.
-[[gnu::always_inline]] inline void interleave_x86(const std::uint8_t* const src[group_taps], std::uint8_t* dst, int channels,
-                           int padded_channels, std::uint8_t flip) noexcept {
-  const __m128i flip_bits = _mm_set1_epi8(static_cast<char>(flip));
-  const auto emit = [&](__m128i a, __m128i b, __m128i c, __m128i d, std::uint8_t* out) {
-    a = _mm_xor_si128(a, flip_bits), b = _mm_xor_si128(b, flip_bits);
-    c = _mm_xor_si128(c, flip_bits), d = _mm_xor_si128(d, flip_bits);
-    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
-    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
-  };
-  const auto load = [](const std::uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
-  int c = 0;
-  for (; c + block <= channels; c += block)
-    emit(load(src[0] + c), load(src[1] + c), load(src[2] + c), load(src[3] + c), dst + c * group_taps);
-  if (c < channels) {
-    // Tail: masked loads never touch bytes past the last channel; masked-off lanes read 0.
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
-    const __mmask16 mask = static_cast<__mmask16>((1u << (channels - c)) - 1u);
-    const auto partial = [&](const std::uint8_t* p) {
-      return _mm_mask_blend_epi8(mask, flip_bits, _mm_maskz_loadu_epi8(mask, p));
-    };
-#else
-    const auto partial = [&](const std::uint8_t* p) {
-      alignas(16) std::uint8_t staged[block];
-      std::memset(staged, flip, block);
-      std::memcpy(staged, p, static_cast<std::size_t>(channels - c));
-      return _mm_load_si128(reinterpret_cast<const __m128i*>(staged));
-    };
-#endif
-    emit(partial(src[0] + c), partial(src[1] + c), partial(src[2] + c), partial(src[3] + c), dst + c * group_taps);
-    c += block;
-  }
-  if (c < padded_channels) std::memset(dst + c * group_taps, 0, static_cast<std::size_t>(padded_channels - c) * group_taps);
-}
-
-// AVX2 (also the AVX-512 build without VNNI): x_f widened to int16, vpmaddwd with int16 w'
-// (|x_f * w'| <= 255 * 255, pair sums fit int32). Accumulators hold per-channel pair sums
-// [c: taps 01, taps 23] that are reduced once per pixel.
-struct avx2_path {
-  using weight_type = std::int16_t;
-  [[gnu::always_inline]] static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst,
-                                                int channels, int padded_channels, std::uint8_t flip) noexcept {
-    interleave_x86(src, dst, channels, padded_channels, flip);
-  }
-
-  template <int KH, int G, int TW, rounding R, class T>
-  static void tile(const row_job& job, int ox) noexcept {
-    const auto* w = static_cast<const weight_type*>(job.weights);
-    __m256i acc[TW][4];
-    for (int p = 0; p < TW; ++p)
-      for (int q = 0; q < 4; ++q) acc[p][q] = _mm256_setzero_si256();
-    for (int kr = 0; kr < KH; ++kr)
-      for (int g = 0; g < G; ++g) {
-        const weight_type* wg = w + (kr * G + g) * block * group_taps;
-        for (int q = 0; q < 4; ++q) {
-          const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + q * 16));
-          for (int p = 0; p < TW; ++p) {
-            const std::uint8_t* x = job.rows[kr] + (ox + p) * job.column_stride + g * job.group_stride + q * 16;
-            const __m256i x16 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
-            acc[p][q] = _mm256_add_epi32(acc[p][q], _mm256_madd_epi16(x16, wq));
-          }
-        }
-      }
-    const __m256i zp = _mm256_set1_epi32(job.output_zero_point), lo = _mm256_set1_epi32(job.clamp_min),
-                  hi = _mm256_set1_epi32(job.clamp_max);
-    for (int p = 0; p < TW; ++p) {
-      alignas(16) std::uint8_t bytes[block];
-      kernel::requantize_pair_sums<R>(acc[p], _mm256_setzero_si256(), job, 0, zp, lo, hi, bytes);
-      T* out = static_cast<T*>(job.out) + (ox + p) * job.out_pixel_stride;
-      if (job.valid_channels == block)
-        std::memcpy(out, bytes, block);
-      else
-        std::memcpy(out, bytes, static_cast<std::size_t>(job.valid_channels));
-    }
-  }
-};
-#endif
-
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
-// AVX-512 VNNI: one vpdpbusd (u8 x_f times s8 weights, 4 taps summed per lane) per 16 channels,
-// kernel row and tap group. int8 weights are s8 already; uint8 weights use w' = w - filter_zp when
-// every w' fits s8, otherwise w' = (w - 128) + (128 - filter_zp) with the second term taken from
-// the window sum of x_f (a vpdpbusd against per-tap ones): exact either way.
-// GCC 12 reports the intrinsics' own `__Y = __Y` undefined-vector idiom once they are inlined here
-// (GCC bug 105593, fixed in 13); the warning is about the compiler header, not this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-struct vnni_path {
-  using weight_type = std::int8_t;
-  static constexpr int blocks = job_channels / block;  // 16-lane blocks per job
-
-  // The 8-bit then 16-bit unpacks of four tap vectors give, per 128-bit lane L and output vector
-  // j, the 4 taps of lanes 16L + 4j .. 16L + 4j + 3, which is block j of the job in
-  // channel_position order; the four vectors go to dst[0, 256).
-  [[gnu::always_inline]] static void emit(const __m512i (&v)[group_taps], std::uint8_t* dst) noexcept {
-    const __m512i ab_lo = _mm512_unpacklo_epi8(v[0], v[1]), ab_hi = _mm512_unpackhi_epi8(v[0], v[1]);
-    const __m512i cd_lo = _mm512_unpacklo_epi8(v[2], v[3]), cd_hi = _mm512_unpackhi_epi8(v[2], v[3]);
-    _mm512_storeu_si512(dst, _mm512_unpacklo_epi16(ab_lo, cd_lo));
-    _mm512_storeu_si512(dst + 64, _mm512_unpackhi_epi16(ab_lo, cd_lo));
-    _mm512_storeu_si512(dst + 128, _mm512_unpacklo_epi16(ab_hi, cd_hi));
-    _mm512_storeu_si512(dst + 192, _mm512_unpackhi_epi16(ab_hi, cd_hi));
-  }
-
-  // 64 channels per step (emit).
-  static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst, int channels,
-                         int padded_channels, std::uint8_t flip) noexcept {
-    const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
-    for (int c = 0; c < padded_channels; c += job_channels) {
-      // The tail's masked loads never touch bytes past the last channel; the lanes they zero meet zero weights.
-      const __mmask64 mask = c + job_channels <= channels ? ~__mmask64{0} : (__mmask64{1} << (channels - c)) - 1;
-      const auto load = [&](const std::uint8_t* p) {
-        return _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, p + c), flip_bits);
-      };
-      const __m512i v[group_taps] = {load(src[0]), load(src[1]), load(src[2]), load(src[3])};
-      emit(v, dst + c * group_taps);
-    }
-  }
-
-  // Narrow dense layers at stride 1: the `pixels` neighbouring source pixels of tap t are one
-  // contiguous 64-byte run at src[t] (nullptr: a tap past KW, whose zero weights ignore it).
-  static void interleave_runs(const std::uint8_t* const src[group_taps], std::uint8_t* dst,
-                              std::uint8_t flip) noexcept {
-    const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
-    __m512i v[group_taps];
-    for (int t = 0; t < group_taps; ++t)
-      v[t] = src[t] != nullptr ? _mm512_xor_si512(_mm512_loadu_si512(src[t]), flip_bits) : flip_bits;
-    emit(v, dst);
-  }
-
-  // Narrow dense layers at stride 2: the `pixels` (2, 4 or 8) source pixels of tap t are every
-  // other pixel of the run at src[t] (nullptr: a tap past KW). Two masked loads read exactly those
-  // pixels' bytes (nothing between or past them) and one two-source qword permute packs them:
-  // 8 x 8-byte pixels sit at run bytes 0, 16, ..., 112; 4 x 16 at 0, 32, 64, 96; 2 x 32 at 0 and
-  // 64. In place of 16 to 32 merge-masked loads per column: 128x128x16 stride 2 spent 70% of its
-  // time building.
-  static void interleave_strided_runs(const std::uint8_t* const src[group_taps], int pixels, std::uint8_t* dst,
-                                      std::uint8_t flip) noexcept {
-    const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
-    const __mmask64 half = pixels == 8   ? 0x00FF00FF00FF00FFull
-                           : pixels == 4 ? 0x0000FFFF0000FFFFull
-                                         : 0x00000000FFFFFFFFull;
-    const __m512i pick = pixels == 8   ? _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14)
-                         : pixels == 4 ? _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13)
-                                       : _mm512_setr_epi64(0, 1, 2, 3, 8, 9, 10, 11);
-    __m512i v[group_taps];
-    for (int t = 0; t < group_taps; ++t)
-      v[t] = src[t] != nullptr
-                 ? _mm512_xor_si512(_mm512_permutex2var_epi64(_mm512_maskz_loadu_epi8(half, src[t]), pick,
-                                                              _mm512_maskz_loadu_epi8(half, src[t] + 64)),
-                                    flip_bits)
-                 : flip_bits;
-    emit(v, dst);
-  }
-
-  // pixels (2, 4 or 8) sub-vectors of `width` lanes, sub-vector k read from src[k][t]: the masked
-  // loads of every sub-vector merge into one 64-lane vector, never touching bytes past channel
-  // `channels` of each source pixel; the rest is the 64-lane build above.
-  static void interleave_pixels(const std::uint8_t* const (*src)[group_taps], int pixels, int width,
-                                std::uint8_t* dst, int channels, std::uint8_t flip) noexcept {
-    const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
-    const __mmask64 sub = (__mmask64{1} << channels) - 1;
-    __m512i v[group_taps];
-    for (int t = 0; t < group_taps; ++t) {
-      v[t] = _mm512_setzero_si512();
-      for (int k = 0; k < pixels; ++k)
-        v[t] = _mm512_mask_loadu_epi8(v[t], sub << (k * width), src[k][t] - k * width);
-      v[t] = _mm512_xor_si512(v[t], flip_bits);
-    }
-    emit(v, dst);
-  }
-
-  // flatten and always_inline lambdas: GCC 12 otherwise leaves some unroll lambdas out of line and
-  // the accumulators go through memory.
-  // TH output rows at once (rows_tile, below): job.rows holds TH x KH tap-group rows, row r's output
-  // at job.out + r * job.out_row_stride; every distinct input row is loaded once per column and
-  // block and feeds each (output row, kernel row) that reads it. Per block the KH weight vectors
-  // and the requantization constants are held in registers across the tile: GCC otherwise folds
-  // them into every use as memory operands, and on CPUs that load one zmm per cycle (Zen 4) those
-  // reloads bound the tile.
-  template <int KH, int G, int TH, int TW, int SH, int DH, rounding R, class T, bool SplitWeights>
-  [[gnu::flatten]] static void tile(const row_job& job, int ox) noexcept {
-    static_assert(TH == 1 || !SplitWeights, "split weights keep window sums: one output row per tile");
-    using rows_read = rows_tile<KH, TH, SH, DH>;
-    const auto* w = static_cast<const weight_type*>(job.weights);
-    const auto load = [](const void* p) { return _mm512_loadu_si512(p); };
-    __m512i acc[TH][TW][blocks];
-    [[maybe_unused]] __m512i window_sum[SplitWeights ? TW : 1][blocks];
-    unroll<blocks>([&](auto j) __attribute__((always_inline)) {
-      const __m512i bias = load(job.bias + j * block);
-      unroll<TH>([&](auto r) __attribute__((always_inline)) {
-        unroll<TW>([&](auto p) __attribute__((always_inline)) { acc[r][p][j] = bias; });
-      });
-      if constexpr (SplitWeights)
-        unroll<TW>([&](auto p) __attribute__((always_inline)) { window_sum[p][j] = _mm512_setzero_si512(); });
-    });
-    unroll<G>([&](auto g) __attribute__((always_inline)) {
-      [[maybe_unused]] __m512i ones;
-      if constexpr (SplitWeights) ones = load(job.group_ones + g * block * group_taps);
-      unroll<blocks>([&](auto j) __attribute__((always_inline)) {
-        __m512i wk[KH];
-        unroll<KH>([&](auto kr) __attribute__((always_inline)) {
-          wk[kr] = load(w + ((kr * G + g) * blocks + j) * block * group_taps);
-          asm("" : "+v"(wk[kr]));
-        });
-        unroll<rows_read::count>([&](auto i) __attribute__((always_inline)) {
-          constexpr int u = rows_read::offsets[i];
-          const std::uint8_t* x =
-              job.rows[rows_read::source(u)] + ox * job.column_stride + g * job.group_stride + j * block * group_taps;
-          unroll<TW>([&](auto p) __attribute__((always_inline)) {
-            const __m512i xv = load(x + p * job.column_stride);
-            unroll<TH>([&](auto r) __attribute__((always_inline)) {
-              constexpr int kr = rows_read::kernel_row(u, r);
-              if constexpr (kr >= 0) acc[r][p][j] = _mm512_dpbusd_epi32(acc[r][p][j], xv, wk[kr]);
-            });
-            if constexpr (SplitWeights) window_sum[p][j] = _mm512_dpbusd_epi32(window_sum[p][j], xv, ones);
-          });
-        });
-      });
-    });
-    if constexpr (SplitWeights) {
-      const __m512i factor = _mm512_set1_epi32(job.sum_x_factor);
-      unroll<blocks>([&](auto j) __attribute__((always_inline)) {
-        unroll<TW>([&](auto p) __attribute__((always_inline)) {
-          acc[0][p][j] = _mm512_add_epi32(acc[0][p][j], _mm512_mullo_epi32(window_sum[p][j], factor));
-        });
-      });
-    }
-    // Requantize to int32 output values (zero point added); the clamp happens on the packed bytes.
-    const __m512i zp = _mm512_set1_epi32(job.output_zero_point);
-    const auto* lanes = static_cast<const simd::avx512::requant_lanes*>(job.requant_lanes);
-    const auto with_lanes = [&]<bool LeftShift, bool Signed>() __attribute__((always_inline)) {
-      unroll<blocks>([&](auto j) __attribute__((always_inline)) {
-        // The zero point is already in the offsets (depthwise::load); Signed = false: no sign blend.
-        const auto constants = simd::avx512::requant_lane_vectors<LeftShift, Signed>::pin(lanes[j]);
-        unroll<TH>([&](auto r) __attribute__((always_inline)) {
-          unroll<TW>([&](auto p) __attribute__((always_inline)) {
-            acc[r][p][j] = simd::avx512::multiply_by_nonnegative_multiplier(acc[r][p][j], constants);
-          });
-        });
-      });
-    };
-    if (job.requant == requant_kind::lanes) {
-      with_lanes.template operator()<false, true>();
-    } else if (job.requant == requant_kind::lanes_unsigned) {
-      with_lanes.template operator()<false, false>();
-    } else if (job.requant == requant_kind::lanes_with_left_shift) {
-      with_lanes.template operator()<true, true>();
-    } else if (job.requant == requant_kind::lanes_unsigned_with_left_shift) {
-      with_lanes.template operator()<true, false>();
-    } else {
-      const __m512i lo = _mm512_set1_epi32(job.clamp_min), hi = _mm512_set1_epi32(job.clamp_max);
-      unroll<blocks>([&](auto j) __attribute__((always_inline)) {
-        const __m512i multiplier = load(job.multiplier + j * block), left = load(job.left_shift + j * block),
-                      right = load(job.right_shift + j * block);
-        unroll<TH>([&](auto r) __attribute__((always_inline)) {
-          unroll<TW>([&](auto p) __attribute__((always_inline)) {
-            acc[r][p][j] = simd::avx512::requantize_epi32<R>(acc[r][p][j], multiplier, left, right, zp, lo, hi);
-          });
-        });
-      });
-    }
-    // The saturating packs put the blocks' lanes back in channel order (channel_position is their
-    // inverse). Saturation is monotone and the clamp range lies inside it, so clamping bytes is exact.
-    static_assert(blocks == 4, "the pack below narrows exactly four blocks");
-    const __m512i lo = _mm512_set1_epi8(static_cast<char>(job.clamp_min)),
-                  hi = _mm512_set1_epi8(static_cast<char>(job.clamp_max));
-    const __mmask64 store_mask =
-        job.valid_channels == job_channels ? ~__mmask64{0} : (__mmask64{1} << job.valid_channels) - 1;
-    const auto narrow = [&](int r, int p) __attribute__((always_inline)) {
-      const __m512i low = _mm512_packs_epi32(acc[r][p][0], acc[r][p][1]),
-                    high = _mm512_packs_epi32(acc[r][p][2], acc[r][p][3]);
-      if constexpr (element_traits<T>::is_signed)
-        return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(low, high), lo), hi);
-      else
-        return _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(low, high), lo), hi);
-    };
-    unroll<TH>([&](auto r) __attribute__((always_inline)) {
-      if (job.pixels == 1) {
-        T* out = static_cast<T*>(job.out) + r * job.out_row_stride + ox * job.out_pixel_stride;
-        unroll<TW>([&](auto p) __attribute__((always_inline)) {
-          _mm512_mask_storeu_epi8(out + p * job.out_pixel_stride, store_mask, narrow(r, p));
-        });
-      } else {
-        // Sub-vector k of job column ox + p is output pixel (ox + p) * pixels + k.
-        auto* const out = static_cast<std::uint8_t*>(job.out) + r * job.out_row_stride;
-        unroll<TW>([&](auto p) __attribute__((always_inline)) {
-          const __m512i bytes = narrow(r, p);
-          const int first = (ox + p) * job.pixels;
-          for (int k = 0; k < job.pixels && first + k < job.out_width; ++k)
-            _mm512_mask_storeu_epi8(out + (first + k) * job.out_pixel_stride - k * job.pixel_width,
-                                    store_mask << (k * job.pixel_width), bytes);
-        });
-      }
-    });
-  }
-};
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif
-
-#if defined(__ARM_NEON)
-// NEON (aarch64 and armv7): vst4q interleaves the tap-group row in one store; the hot loop widens
-// x_f to int16 and multiply-accumulates with int16 w' into per-tap int32 lanes, reduced per pixel.
-struct neon_path {
-  using weight_type = std::int16_t;
-
-  static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst, int channels,
-                         int padded_channels, std::uint8_t flip) noexcept {
-    const uint8x16_t flip_bits = vdupq_n_u8(flip);
-    int c = 0;
-    for (; c + block <= channels; c += block) {
-      uint8x16x4_t v;
-      v.val[0] = veorq_u8(vld1q_u8(src[0] + c), flip_bits);
-      v.val[1] = veorq_u8(vld1q_u8(src[1] + c), flip_bits);
-      v.val[2] = veorq_u8(vld1q_u8(src[2] + c), flip_bits);
-      v.val[3] = veorq_u8(vld1q_u8(src[3] + c), flip_bits);
-      vst4q_u8(dst + c * group_taps, v);
-    }
-    if (c < channels) {
-      uint8x16x4_t v;
-      for (int t = 0; t < group_taps; ++t) {
-        std::uint8_t staged[block];
-        std::memset(staged, flip, block);
-        std::memcpy(staged, src[t] + c, static_cast<std::size_t>(channels - c));
-        v.val[t] = veorq_u8(vld1q_u8(staged), flip_bits);
-      }
-      vst4q_u8(dst + c * group_taps, v);
-      c += block;
-    }
-    std::memset(dst + c * group_taps, 0, static_cast<std::size_t>(padded_channels - c) * group_taps);
-  }
-
-  // [sum(a), sum(b), sum(c), sum(d)]
-  static int32x4_t horizontal_sums(int32x4_t a, int32x4_t b, int32x4_t c, int32x4_t d) noexcept {
-#if defined(__aarch64__)
-    return vpaddq_s32(vpaddq_s32(a, b), vpaddq_s32(c, d));
-#else
-    const int32x2_t ab = vpadd_s32(vadd_s32(vget_low_s32(a), vget_high_s32(a)), vadd_s32(vget_low_s32(b), vget_high_s32(b)));
-    const int32x2_t cd = vpadd_s32(vadd_s32(vget_low_s32(c), vget_high_s32(c)), vadd_s32(vget_low_s32(d), vget_high_s32(d)));
-    return vcombine_s32(ab, cd);
-#endif
-  }
-
-  template <int KH, int G, int TW, rounding R, class T>
-  static void tile(const row_job& job, int ox) noexcept {
-    const auto* w = static_cast<const weight_type*>(job.weights);
-    int32x4_t acc[TW][block];  // [pixel][channel] lanes = taps
-    for (int p = 0; p < TW; ++p)
-      for (int c = 0; c < block; ++c) acc[p][c] = vdupq_n_s32(0);
-    for (int kr = 0; kr < KH; ++kr)
-      for (int g = 0; g < G; ++g) {
-        const weight_type* wg = w + (kr * G + g) * block * group_taps;
-        for (int p = 0; p < TW; ++p) {
-          const std::uint8_t* x = job.rows[kr] + (ox + p) * job.column_stride + g * job.group_stride;
-          for (int q = 0; q < block / 4; ++q) {  // 4 channels x 4 taps per 16 bytes
-            const uint8x16_t bytes = vld1q_u8(x + q * 16);
-            const int16x8_t x01 = vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(bytes)));
-            const int16x8_t x23 = vreinterpretq_s16_u16(vmovl_u8(vget_high_u8(bytes)));
-            const int16x8_t w01 = vld1q_s16(wg + q * 16), w23 = vld1q_s16(wg + q * 16 + 8);
-            int32x4_t* a = acc[p] + q * 4;
-            a[0] = vmlal_s16(a[0], vget_low_s16(x01), vget_low_s16(w01));
-            a[1] = vmlal_s16(a[1], vget_high_s16(x01), vget_high_s16(w01));
-            a[2] = vmlal_s16(a[2], vget_low_s16(x23), vget_low_s16(w23));
-            a[3] = vmlal_s16(a[3], vget_high_s16(x23), vget_high_s16(w23));
-          }
-        }
-      }
-    const int32x4_t zp = vdupq_n_s32(job.output_zero_point), lo = vdupq_n_s32(job.clamp_min),
-                    hi = vdupq_n_s32(job.clamp_max);
-    for (int p = 0; p < TW; ++p) {
-      int16x4_t narrow[block / 4];
-      for (int q = 0; q < block / 4; ++q) {
-        const int32x4_t* a = acc[p] + q * 4;
-        const int32x4_t sums = vaddq_s32(horizontal_sums(a[0], a[1], a[2], a[3]), vld1q_s32(job.bias + q * 4));
-        narrow[q] = vmovn_s32(simd::neon::requantize_s32<R>(sums, vld1q_s32(job.multiplier + q * 4),
-                                                            vld1q_s32(job.left_shift + q * 4),
-                                                            vld1q_s32(job.right_shift + q * 4), zp, lo, hi));
-      }
-      std::uint8_t bytes[block];
-      kernel::narrow_to_bytes<T>(narrow, bytes);
-      T* out = static_cast<T*>(job.out) + (ox + p) * job.out_pixel_stride;
-      std::memcpy(out, bytes, static_cast<std::size_t>(job.valid_channels));
-    }
-  }
-};
-#endif
-
-#if defined(MOSAIQ_FORCE_SCALAR)
-using native_path = scalar_path;
-#elif defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
-using native_path = vnni_path;
-#elif defined(__AVX2__)
-using native_path = avx2_path;
-#elif defined(__ARM_NEON)
-using native_path = neon_path;
-#else
-using native_path = scalar_path;
-#endif
 
 }  // namespace detail::dw
 
@@ -669,13 +167,13 @@ class depthwise {
   static constexpr int groups = detail::dw::groups_for(kw);
   static constexpr int multiplier = Cfg.depth_multiplier;
   // VNNI tiles hold four accumulators per column: wider ones than 8 would only spill.
-  static constexpr int tile_w = Cfg.tile.w <= 0 ? detail::dw::default_tile_w(Cfg.kernel)
+  static constexpr int tile_w = Cfg.tile.w <= 0         ? detail::dw::default_tile_w(Cfg.kernel)
                                 : detail::dw::uses_vnni ? std::min(Cfg.tile.w, 8)
                                                         : Cfg.tile.w;
   // VNNI: two output rows per register tile where they share input rows (stride below the kernel's
   // extent, e.g. every stride-1 layer), each shared tap-group vector loaded once for both.
   static constexpr int register_rows =
-      detail::dw::uses_vnni && detail::dw::rows_tile<kh, 2, Cfg.stride.h, Cfg.dilation.h>::shares_rows ? 2 : 1;
+      detail::dw::uses_vnni && kernels::dw::rows_tile<kh, 2, Cfg.stride.h, Cfg.dilation.h>::shares_rows ? 2 : 1;
   static constexpr int tile_h = Cfg.tile.h > 0 ? Cfg.tile.h : register_rows;
   // Rows and columns of the multi-row register tile: TH x TW x 4 accumulators stay within 16.
   static constexpr int rows_th = std::min(register_rows, tile_h);
@@ -807,33 +305,21 @@ class depthwise {
           const int g = kc / detail::dw::group_taps, t = kc % detail::dw::group_taps;
           const std::size_t at = ((static_cast<std::size_t>(job) * kh + kr) * groups + g) * job_bytes +
                                  static_cast<std::size_t>(lane) * detail::dw::group_taps + t;
-          weights_[at] = static_cast<weight_type>(split_weights_ ? static_cast<std::int32_t>(filter[(kr * kw + kc) * oc + c]) - 128 : w);
+          weights_[at] = static_cast<weight_type>(
+              split_weights_ ? static_cast<std::int32_t>(filter[(kr * kw + kc) * oc + c]) - 128 : w);
         }
       bias_[at_channel] = static_cast<std::int32_t>((bias ? bias[c] : 0) - folded_input_zp * weight_sum);
       const requant_scale s = q.scale_for(c);
       mult_[at_channel] = s.multiplier, left_[at_channel] = s.left_shift, right_[at_channel] = s.right_shift;
     }
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#if MOSAIQ_TARGET_AVX512_VNNI
     if constexpr (detail::dw::uses_vnni) {
-      requant_lanes_.assign(static_cast<std::size_t>(padded / detail::dw::block), {});
-      bool supported = true, left_shift = false;
-      for (int at = 0; at < padded; ++at) {
-        const requant_scale s{mult_[at], left_[at], right_[at]};
-        supported = supported && simd::avx512::requant_lanes::supports<R>(s);
-        left_shift = left_shift || s.left_shift != 0;
-        requant_lanes_[at / detail::dw::block].template set_lane<R>(at % detail::dw::block, s);
-      }
       // The zero point goes into the offsets (the tile adds none); the bytes are clamped after packing.
-      supported = supported && std::ranges::all_of(requant_lanes_, [](const auto& l) { return l.folds_zero_point(); });
-      if (supported)
-        for (auto& l : requant_lanes_) l.fold_zero_point(q.output_zero_point);
-      const bool clamp_hides_negative = q.clamp.min >= q.output_zero_point;
-      const bool sign_free = std::ranges::all_of(
-          requant_lanes_, [&](const auto& lanes) { return lanes.sign_free(clamp_hides_negative); });
-      using kind = detail::dw::requant_kind;
-      requant_ = !supported  ? kind::general
-                 : sign_free ? (left_shift ? kind::lanes_unsigned_with_left_shift : kind::lanes_unsigned)
-                             : (left_shift ? kind::lanes_with_left_shift : kind::lanes);
+      requant_lanes_.assign(static_cast<std::size_t>(padded / detail::dw::block), {});
+      requant_ = kernels::choose_requant_epilogue<R>(
+          requant_lanes_, mult_.data(), left_.data(), right_.data(), q.output_zero_point, q.clamp,
+          {element_traits<T>::min, element_traits<T>::max},
+          {.unfolded = false, .folded_under_clamp = true, .folded_left_shift = true});
     }
 #endif
     for (int g = 0; g < groups; ++g)
@@ -887,7 +373,8 @@ class depthwise {
     std::memset(pad_row, static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip), l.row_bytes);
 
     const window_geometry geo = resolve_window(in.height(), in.width(), Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
-    const std::ptrdiff_t column_stride = static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
+    const std::ptrdiff_t column_stride =
+        static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
     const std::ptrdiff_t group_stride = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
 
     for (int n = 0; n < in.batch(); ++n) {
@@ -915,7 +402,7 @@ class depthwise {
           for (int r = 0; r < pass_rows; ++r)
             for (int kr = 0; kr < kh; ++kr) block_rows[r * kh + kr] = rows[r][kr] + c0 * detail::dw::group_taps;
           for (int r = 0; r < pass_rows;) {
-            const detail::dw::row_job job{
+            const kernels::dw::row_job job{
                 .rows = block_rows.data() + r * kh,
                 .column_stride = column_stride,
                 .group_stride = group_stride,
@@ -963,16 +450,9 @@ class depthwise {
       for (int ix = 0; ix < in.width(); ++ix) {
         const std::uint8_t* px = source + ix * source_stride;
         std::uint8_t* dst = expanded + static_cast<std::ptrdiff_t>(ix) * oc;
-#if defined(__AVX512BW__) && defined(__AVX512VL__)
+#if MOSAIQ_TARGET_AVX512
         if constexpr (multiplier == 2) {
-          // 32 channels per step: widen each byte to a 16-bit lane holding it twice.
-          for (int ic = 0; ic < channels_; ic += 32) {
-            const int count = std::min(32, channels_ - ic);
-            const __mmask32 mask = count == 32 ? ~__mmask32{0} : (__mmask32{1} << count) - 1;
-            const __m512i wide = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(mask, px + ic));
-            const __mmask64 pairs = count == 32 ? ~__mmask64{0} : (__mmask64{1} << (2 * count)) - 1;
-            _mm512_mask_storeu_epi8(dst + 2 * ic, pairs, _mm512_or_si512(wide, _mm512_slli_epi16(wide, 8)));
-          }
+          kernels::dw::replicate_pairs(px, dst, channels_);
           continue;
         }
 #endif
@@ -983,7 +463,7 @@ class depthwise {
       source_stride = oc;
     }
     const std::ptrdiff_t column_bytes = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#if MOSAIQ_TARGET_AVX512_VNNI
     if constexpr (detail::dw::uses_vnni) {
       const int pixels = detail::dw::pixels_per_job(oc);
       if (pixels > 1) {
@@ -1017,8 +497,8 @@ class depthwise {
               for (int t = 0; t < detail::dw::group_taps; ++t) {
                 const int x = ox * pixels + k, tap = g * detail::dw::group_taps + t;
                 const int ix = x * Cfg.stride.w - pad_left + tap * Cfg.dilation.w;
-                taps[k][t] = x < out_width && tap < kw && ix >= 0 && ix < in.width() ? source + ix * source_stride
-                                                                                     : pad_pixel;
+                taps[k][t] =
+                    x < out_width && tap < kw && ix >= 0 && ix < in.width() ? source + ix * source_stride : pad_pixel;
               }
             path::interleave_pixels(taps, pixels, job_channels / pixels, row + (ox * groups + g) * column_bytes, oc,
                                     flip);
@@ -1040,9 +520,9 @@ class depthwise {
   }
 
   template <int TW>
-  static void run_tiles(const detail::dw::row_job& job, int& ox, int out_w, bool split) noexcept {
+  static void run_tiles(const kernels::dw::row_job& job, int& ox, int out_w, bool split) noexcept {
     if constexpr (detail::dw::uses_vnni) {
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#if MOSAIQ_TARGET_AVX512_VNNI
       constexpr int sh = Cfg.stride.h, dh = Cfg.dilation.h;
       if (split) {
         // Twice the accumulators: keep the split tile within the register file.
@@ -1060,15 +540,15 @@ class depthwise {
     if constexpr (TW > 1) run_tiles<TW / 2>(job, ox, out_w, split);
   }
 
-  void run_columns(const detail::dw::row_job& job, int out_w) const noexcept {
+  void run_columns(const kernels::dw::row_job& job, int out_w) const noexcept {
     int ox = 0;
     run_tiles<tile_w>(job, ox, out_w, split_weights_);
   }
 
   /// TH output rows (VNNI, no split weights) in tiles of TW columns, then the narrower cascade.
   template <int TH, int TW>
-  static void run_row_tiles(const detail::dw::row_job& job, int out_w, int ox = 0) noexcept {
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+  static void run_row_tiles(const kernels::dw::row_job& job, int out_w, int ox = 0) noexcept {
+#if MOSAIQ_TARGET_AVX512_VNNI
     if constexpr (TH > 1) {
       for (; ox + TW <= out_w; ox += TW)
         path::template tile<kh, groups, TH, TW, Cfg.stride.h, Cfg.dilation.h, R, T, false>(job, ox);
@@ -1084,11 +564,11 @@ class depthwise {
   bool split_weights_ = false;
   std::int32_t input_zero_point_ = 0, output_zero_point_ = 0, sum_x_factor_ = 0;
   clamp_range clamp_{};
-  std::vector<weight_type> weights_;  // [block][KH][G][16][4]
+  std::vector<weight_type> weights_;                      // [block][KH][G][16][4]
   std::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
   std::array<std::int8_t, groups * block_bytes> group_ones_{};
-  detail::dw::requant_kind requant_ = detail::dw::requant_kind::general;
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+  kernels::requant_epilogue requant_ = kernels::requant_epilogue::general;
+#if MOSAIQ_TARGET_AVX512_VNNI
   std::vector<simd::avx512::requant_lanes> requant_lanes_;  // per 16 padded channel positions
   const void* requant_lanes_data(int c0) const noexcept { return requant_lanes_.data() + c0 / detail::dw::block; }
 #else

@@ -1,0 +1,107 @@
+// Depthwise microkernel, AVX2 path (also the AVX-512 build without VNNI).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "mosaiq/core/quant.hpp"
+#include "mosaiq/ops/depthwise/row_job.hpp"
+#include "mosaiq/ops/detail/common.hpp"
+#include "mosaiq/simd/target.hpp"
+#include "mosaiq/simd/x86.hpp"
+
+#if MOSAIQ_TARGET_AVX2
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
+namespace kernels::dw {
+
+// ---------------------------------------------------------------------------------------------
+// x86: the tap-group build is a 4-way byte interleave of 16-channel vectors.
+[[gnu::always_inline]] inline void interleave_x86(const std::uint8_t* const src[group_taps], std::uint8_t* dst,
+                                                  int channels, int padded_channels, std::uint8_t flip) noexcept {
+  const __m128i flip_bits = _mm_set1_epi8(static_cast<char>(flip));
+  const auto emit = [&](__m128i a, __m128i b, __m128i c, __m128i d, std::uint8_t* out) {
+    a = _mm_xor_si128(a, flip_bits), b = _mm_xor_si128(b, flip_bits);
+    c = _mm_xor_si128(c, flip_bits), d = _mm_xor_si128(d, flip_bits);
+    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm_unpackhi_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 32), _mm_unpacklo_epi16(ab_hi, cd_hi));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 48), _mm_unpackhi_epi16(ab_hi, cd_hi));
+  };
+  const auto load = [](const std::uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
+  int c = 0;
+  for (; c + block <= channels; c += block)
+    emit(load(src[0] + c), load(src[1] + c), load(src[2] + c), load(src[3] + c), dst + c * group_taps);
+  if (c < channels) {
+    // Tail: masked loads never touch bytes past the last channel; masked-off lanes read 0.
+#if MOSAIQ_TARGET_AVX512
+    const __mmask16 mask = static_cast<__mmask16>((1u << (channels - c)) - 1u);
+    const auto partial = [&](const std::uint8_t* p) {
+      return _mm_mask_blend_epi8(mask, flip_bits, _mm_maskz_loadu_epi8(mask, p));
+    };
+#else
+    const auto partial = [&](const std::uint8_t* p) {
+      alignas(16) std::uint8_t staged[block];
+      std::memset(staged, flip, block);
+      std::memcpy(staged, p, static_cast<std::size_t>(channels - c));
+      return _mm_load_si128(reinterpret_cast<const __m128i*>(staged));
+    };
+#endif
+    emit(partial(src[0] + c), partial(src[1] + c), partial(src[2] + c), partial(src[3] + c), dst + c * group_taps);
+    c += block;
+  }
+  if (c < padded_channels)
+    std::memset(dst + c * group_taps, 0, static_cast<std::size_t>(padded_channels - c) * group_taps);
+}
+
+// AVX2 (also the AVX-512 build without VNNI): x_f widened to int16, vpmaddwd with int16 w'
+// (|x_f * w'| <= 255 * 255, pair sums fit int32). Accumulators hold per-channel pair sums
+// [c: taps 01, taps 23] that are reduced once per pixel.
+struct avx2_path {
+  using weight_type = std::int16_t;
+  static constexpr int job_channels = block;
+  static constexpr int default_tile_w = 2;  // four ymm accumulators per pixel
+  [[gnu::always_inline]] static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst,
+                                                int channels, int padded_channels, std::uint8_t flip) noexcept {
+    interleave_x86(src, dst, channels, padded_channels, flip);
+  }
+
+  template <int KH, int G, int TW, rounding R, class T>
+  static void tile(const row_job& job, int ox) noexcept {
+    const auto* w = static_cast<const weight_type*>(job.weights);
+    __m256i acc[TW][4];
+    for (int p = 0; p < TW; ++p)
+      for (int q = 0; q < 4; ++q) acc[p][q] = _mm256_setzero_si256();
+    for (int kr = 0; kr < KH; ++kr)
+      for (int g = 0; g < G; ++g) {
+        const weight_type* wg = w + (kr * G + g) * block * group_taps;
+        for (int q = 0; q < 4; ++q) {
+          const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wg + q * 16));
+          for (int p = 0; p < TW; ++p) {
+            const std::uint8_t* x = job.rows[kr] + (ox + p) * job.column_stride + g * job.group_stride + q * 16;
+            const __m256i x16 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+            acc[p][q] = _mm256_add_epi32(acc[p][q], _mm256_madd_epi16(x16, wq));
+          }
+        }
+      }
+    const __m256i zp = _mm256_set1_epi32(job.output_zero_point), lo = _mm256_set1_epi32(job.clamp_min),
+                  hi = _mm256_set1_epi32(job.clamp_max);
+    for (int p = 0; p < TW; ++p) {
+      alignas(16) std::uint8_t bytes[block];
+      detail::kernel::requantize_pair_sums<R>(acc[p], _mm256_setzero_si256(), job, 0, zp, lo, hi, bytes);
+      T* out = static_cast<T*>(job.out) + (ox + p) * job.out_pixel_stride;
+      if (job.valid_channels == block)
+        std::memcpy(out, bytes, block);
+      else
+        std::memcpy(out, bytes, static_cast<std::size_t>(job.valid_channels));
+    }
+  }
+};
+
+}  // namespace kernels::dw
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
+
+#endif  // MOSAIQ_TARGET_AVX2
