@@ -623,13 +623,13 @@ class network {
     return best;
   }
 
-  /// Where a chain may end in the automatic choice: the last op layer of a run of joining layers, or
-  /// one whose map is taller than the next op layer's (the chain then ends on the smaller map).
+  /// Where a chain may end in the automatic choice (its last map is held whole): the last op layer of
+  /// a run of joining layers, or one whose map is smaller than the next op layer's.
   static constexpr bool chain_end_candidate(int last) {
+    const auto bytes = [](int l) { return topology.layers[std::size_t(l)].dims.elements(); };
     for (int next = last + 1; next < int(layer_count); ++next) {
       if (!joins(next)) return true;
-      if (band_layers[std::size_t(next)].op)
-        return band_layers[std::size_t(next)].height < band_layers[std::size_t(last)].height;
+      if (band_layers[std::size_t(next)].op) return bytes(last) < bytes(next);
     }
     return true;
   }
