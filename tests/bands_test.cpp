@@ -3,6 +3,7 @@
 // and broadcast taps from before it, on 1..4 threads, with no heap while running.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,8 @@
 
 #include "allocation_counter.hpp"
 #include "mosaiq/net.hpp"
+#include "mosaiq/ops.hpp"
+#include "mosaiq/reference.hpp"
 #include "support.hpp"
 
 namespace {
@@ -190,6 +193,38 @@ TEST_CASE("bands: no layer reads memory the banded plan holds dead") {
   banded::run_poisoning_dead_memory(banded::prepare(bw), tensor_view<const u8>(input.data(), banded::input_shape),
                                     tensor_view<u8>(got.data(), banded::output_shape), arena.bytes);
   CHECK(got == run_once<whole>(w, input));
+}
+
+/// A window entry point on image rows 4..5 of a 10-row image (they read rows 3..6 through a 3x3 SAME
+/// window): a window from row 4 misses row 3 and is reported with nothing written; one from row 3 runs.
+template <class Kernel>
+void check_window_misuse(const Kernel& kernel, std::size_t workspace_bytes) {
+  const shape image{10, 6, 8};
+  std::vector<u8> in(image.elements(), u8{7}), out(2 * 6 * 8, u8{0x5A});
+  std::vector<std::byte> workspace(workspace_bytes);
+  const tensor_view<const u8> window(in.data(), shape{6, 6, 8});
+  const tensor_view<u8> band_out(out.data(), shape{2, 6, 8});
+  test::recording_handler errors;
+  kernel.run_rows_window(window, 4, image.height, band_out, workspace, row_band{4, 6});
+  CHECK(errors.calls() == 1);
+  CHECK(errors.last() == errc::shape_mismatch);
+  CHECK(std::all_of(out.begin(), out.end(), [](u8 v) { return v == 0x5A; }));
+  errors.reset();
+  kernel.run_rows_window(window, 3, image.height, band_out, workspace, row_band{4, 6});
+  CHECK(errors.calls() == 0);
+  CHECK(std::any_of(out.begin(), out.end(), [](u8 v) { return v != 0x5A; }));
+}
+
+TEST_CASE("bands: a window that misses rows a band reads is reported and nothing is written") {
+  const std::array<float, 1> filter_scale{0.01f};
+  const auto q = reference::make_conv_requant<rounding::tflite_reference, u8>({0.02f, 128}, filter_scale, 128,
+                                                                              {0.05f, 100}, activation::none);
+  const std::vector<u8> filter(9 * 8 * 8, u8{140});
+  const std::vector<std::int32_t> bias(8, 0);
+  using dw = mosaiq::depthwise<mosaiq::depthwise_config{}, u8>;
+  check_window_misuse(dw(filter.data(), bias.data(), 8, q), dw::workspace_bytes({10, 6, 8}));
+  using conv = mosaiq::conv2d<mosaiq::conv2d_config{.out_channels = 8}, u8>;
+  check_window_misuse(conv(filter.data(), bias.data(), 8, q), conv::band_workspace_bytes({10, 6, 8}, 2));
 }
 
 // The schedule on its own: a 3x3 stride-1 SAME chain of two layers over 10 rows in bands of 4 (3 bands).
