@@ -254,30 +254,7 @@ static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
 }(std::make_index_sequence<kinds_net<8>::layer_count>{}));
 static_assert(kinds_net<8>::layer_bands<0>(3) == 3 && kinds_net<2>::layer_bands<0>(8) == 2);
 
-template <class Net>
-typename Net::weights random_weights(unsigned seed) {
-  std::mt19937 rng(seed);
-  typename Net::weights w;
-  w.input = {0.04f, 128};
-  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
-        [&] {
-          auto& l = w.template layer<I>();
-          if constexpr (requires { l.filter; }) {
-            for (auto& v : l.filter) v = static_cast<u8>(rng() % 256);
-            for (auto& v : l.bias) v = static_cast<std::int32_t>(rng() % 4001) - 2000;
-            for (auto& v : l.filter_scales) v = 0.001f + 0.004f * unit(rng);
-            l.filter_zero_point = 128;
-          }
-          if constexpr (requires { l.output; })
-            l.output = {0.05f + 0.05f * unit(rng), 100 + static_cast<int>(rng() % 50)};
-        }(),
-        ...);
-  }
-  (std::make_index_sequence<Net::layer_count>{});
-  return w;
-}
+using test::random_weights;
 
 TEST_CASE("parallel: a network on 1..8 threads equals its serial run, no heap while running") {
   using serial_net = kinds_net<1>;

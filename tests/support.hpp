@@ -9,6 +9,8 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "mosaiq/core.hpp"
@@ -177,5 +179,33 @@ struct aligned_arena {
     bytes = std::span<std::byte>(static_cast<std::byte*>(p), size);
   }
 };
+
+/// Random weights for every layer of a static network: filters over T's range (uint8: zero point 128),
+/// biases in [-2000, 2000], filter scales in [0.001, 0.005), output scales in [0.05, 0.1).
+template <class Net>
+typename Net::weights random_weights(unsigned seed) {
+  using T = typename Net::element_type;
+  std::mt19937 rng(seed);
+  typename Net::weights w;
+  w.input = {0.04f, std::is_same_v<T, u8> ? 128 : 0};
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          auto& l = w.template layer<I>();
+          if constexpr (requires { l.filter; }) {
+            for (auto& v : l.filter) v = static_cast<T>(static_cast<int>(rng() % 256) + element_traits<T>::min);
+            for (auto& v : l.bias) v = static_cast<std::int32_t>(rng() % 4001) - 2000;
+            for (auto& v : l.filter_scales) v = 0.001f + 0.004f * unit(rng);
+            l.filter_zero_point = std::is_same_v<T, u8> ? 128 : 0;
+          }
+          if constexpr (requires { l.output; })
+            l.output = {0.05f + 0.05f * unit(rng), static_cast<int>(rng() % 50) + (std::is_same_v<T, u8> ? 100 : -28)};
+        }(),
+        ...);
+  }
+  (std::make_index_sequence<Net::layer_count>{});
+  return w;
+}
 
 }  // namespace mosaiq::test

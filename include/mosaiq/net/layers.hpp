@@ -25,6 +25,8 @@
 #include "mosaiq/ops/pointwise.hpp"
 #include "mosaiq/ops/resize.hpp"
 
+#include "mosaiq/net/banding.hpp"
+
 namespace mosaiq {
 
 /// A string usable as a template argument: the names of tapped tensors, `layers::tap<"skip">`.
@@ -38,7 +40,7 @@ struct fixed_string {
 /// The network input: element type, shape, the rounding every layer requantizes with, and the most
 /// threads a run may use (the arena holds that many workspace slices per layer that needs one).
 template <quantized_element T, int Height, int Width, int Channels, rounding Round = rounding::tflite_reference,
-          int MaxThreads = 1>
+          int MaxThreads = 1, banding Banding = banding::off()>
 struct input {
   static_assert(Height > 0 && Width > 0 && Channels > 0, "mosaiq::input: every extent must be positive");
   static_assert(MaxThreads >= 1, "mosaiq::input: MaxThreads must be at least 1");
@@ -46,9 +48,13 @@ struct input {
   static constexpr shape dims{Height, Width, Channels};
   static constexpr rounding round = Round;
   static constexpr int max_threads = MaxThreads;
+  static constexpr banding bands = Banding;
   /// The same input for runs on up to N threads: `mosaiq::input<u8, 64, 64, 3>::with_max_threads<4>`.
   template <int N>
-  using with_max_threads = input<T, Height, Width, Channels, Round, N>;
+  using with_max_threads = input<T, Height, Width, Channels, Round, N, Banding>;
+  /// The same input with a banding choice (net/banding.hpp): `...::with_banding<mosaiq::banding::automatic()>`.
+  template <banding B>
+  using with_banding = input<T, Height, Width, Channels, Round, MaxThreads, B>;
 };
 
 /// What a layer is in the layer list: an op makes a new tensor; a tap names the current tensor;

@@ -35,6 +35,7 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/net/bands.hpp"
 #include "mosaiq/net/executor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/plan.hpp"
@@ -398,9 +399,96 @@ class network {
   // ------------------------------------------------------------------------------------------
   // Memory plan. Buffers 0..tensor_count-1 hold tensors (index = the first tensor stored there;
   // tensors written in place join their input's buffer); buffer tensor_count + i is layer i's
-  // scratch. Input and output tensors have no buffer.
+  // scratch; the last buffer is the band chain's scratch, shared by its layers. Input and output
+  // tensors have no buffer. A map inside a band chain holds only its window of rows.
 
  private:
+  struct buffer_layout {
+    std::array<int, tensor_count> buffer_of{};
+    /// Tensors, then each layer's scratch, then the band chain's shared scratch.
+    std::array<live_range, tensor_count + layer_count + 1> ranges{};
+  };
+
+ public:
+  // ------------------------------------------------------------------------------------------
+  // Banding (net/bands.hpp): which chain of layers runs in row bands, chosen by Input::bands.
+
+  using schedule_type = band_schedule<layer_count, tensor_count>;
+
+ private:
+  template <std::size_t I>
+  static constexpr band_layer band_layer_of() {
+    band_layer b;
+    if constexpr (op_layer<layer<I>>) {
+      constexpr layer_node node = topology.layers[I];
+      b.op = true;
+      b.input_count = node.input_count;
+      b.output = node.output;
+      b.height = node.dims.height;
+      for (std::size_t k = 0; k < std::size_t(node.input_count); ++k) {
+        b.inputs[k] = node.inputs[k];
+        b.maps[k] = band_traits<layer<I>>::map(topology.tensors[std::size_t(node.inputs[k])].dims, node.dims);
+      }
+    }
+    return b;
+  }
+  static constexpr std::array<band_layer, layer_count> band_layers = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<band_layer, layer_count>{band_layer_of<I>()...};
+  }
+  (std::make_index_sequence<layer_count>{});
+
+ public:
+  /// Whether layer l can be part of a band chain (tap and from layers always can).
+  static constexpr bool joins(int l) {
+    const band_layer& b = band_layers[std::size_t(l)];
+    if (!b.op) return true;
+    for (int k = 0; k < b.input_count; ++k)
+      if (b.maps[std::size_t(k)].how == row_map::kind::whole) return false;
+    return true;
+  }
+
+  /// Layers [first, last] can run in bands: op layers at both ends, every op between joins, and every
+  /// map made before `last` is read only inside the chain.
+  static constexpr bool valid_chain(int first, int last) {
+    if (first < 0 || last >= int(layer_count) || first >= last) return false;
+    if (!band_layers[std::size_t(first)].op || !band_layers[std::size_t(last)].op) return false;
+    for (int l = first; l <= last; ++l) {
+      if (!joins(l)) return false;
+      const band_layer& b = band_layers[std::size_t(l)];
+      if (b.op && l < last && topology.tensors[std::size_t(b.output)].last_use > last) return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr schedule_type make_schedule(int first, int last, int band_rows) {
+    schedule_type s;
+    s.layers = band_layers;
+    s.first = first;
+    s.last = last;
+    s.band_rows = band_rows;
+    for (int l = first; l < last; ++l)
+      if (band_layers[std::size_t(l)].op) s.windowed[std::size_t(band_layers[std::size_t(l)].output)] = true;
+    return s;
+  }
+
+  struct chain_choice {
+    bool banded = false;
+    schedule_type schedule{};
+    typename schedule_type::totals totals{};
+  };
+
+  static constexpr std::size_t row_bytes(int tensor) {
+    const shape d = topology.tensors[std::size_t(tensor)].dims;
+    return std::size_t(d.width) * std::size_t(d.channels) * sizeof(T);
+  }
+
+  static constexpr chain_choice banded_choice(int first, int last, int band_rows) {
+    chain_choice c{true, make_schedule(first, last, band_rows), {}};
+    c.totals = c.schedule.measure();
+    return c;
+  }
+
   template <std::size_t... I>
   static constexpr std::array<bool, layer_count> in_place_flags(std::index_sequence<I...>) {
     return {types<I>::in_place...};
@@ -409,23 +497,49 @@ class network {
   static constexpr std::array<std::size_t, layer_count> scratch_sizes(std::index_sequence<I...>) {
     return {types<I>::scratch_bytes...};
   }
+  static constexpr auto layer_in_place = in_place_flags(std::make_index_sequence<layer_count>{});
+  static constexpr auto layer_scratch = scratch_sizes(std::make_index_sequence<layer_count>{});
 
-  struct buffer_layout {
-    std::array<int, tensor_count> buffer_of{};
-    std::array<live_range, tensor_count + layer_count> ranges{};
-  };
+  /// Layer I's workspace in a band chain: a slice per thread, each for the most rows it computes in a band.
+  template <std::size_t I>
+  static constexpr std::size_t band_slice_bytes(int rows) {
+    if constexpr (op_layer<layer<I>>)
+      return band_scratch_bytes<typename types<I>::exec, layer_input_shape<I>, topology.layers[I].dims>(
+          rows, band_layers[I].maps[0].how == row_map::kind::window);
+    else
+      return 0;
+  }
+  template <std::size_t I>
+  static constexpr std::size_t band_layer_scratch_bytes(int rows) {
+    if constexpr (op_layer<layer<I>>)
+      return align_up(band_slice_bytes<I>(rows)) * std::size_t(types<I>::slices - 1) + band_slice_bytes<I>(rows);
+    else
+      return 0;
+  }
+  static constexpr std::size_t chain_scratch_bytes(const chain_choice& c) {
+    std::size_t bytes = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((bytes = int(I) >= c.schedule.first && int(I) <= c.schedule.last
+                    ? std::max(bytes, band_layer_scratch_bytes<I>(c.totals.max_rows[I]))
+                    : bytes),
+       ...);
+    }
+    (std::make_index_sequence<layer_count>{});
+    return bytes;
+  }
 
-  static constexpr buffer_layout layout = [] {
-    constexpr auto in_place = in_place_flags(std::make_index_sequence<layer_count>{});
-    constexpr auto scratch = scratch_sizes(std::make_index_sequence<layer_count>{});
+  /// Buffers and lifetimes for a plan: layer by layer, or with a chain whose inner maps are windows.
+  static constexpr buffer_layout make_layout(const chain_choice& chain) {
     buffer_layout b;
     b.buffer_of.fill(-1);
+    const int first = chain.banded ? chain.schedule.first : 0, last = chain.banded ? chain.schedule.last : -1;
+    const auto in_chain = [&](int layer) { return chain.banded && layer >= first && layer <= last; };
     const auto is_arena_tensor = [](int t) { return t > 0 && t < int(output_tensor); };
     for (int t = 1; t < int(output_tensor); ++t) {
       const tensor_node& tensor = topology.tensors[std::size_t(t)];
       const layer_node& producer = topology.layers[std::size_t(tensor.producer)];
       b.buffer_of[std::size_t(t)] = t;
-      if (in_place[std::size_t(tensor.producer)]) {
+      if (layer_in_place[std::size_t(tensor.producer)] && !in_chain(tensor.producer)) {
         for (int k = 0; k < producer.input_count; ++k) {
           const int source = producer.inputs[std::size_t(k)];
           const tensor_node& read = topology.tensors[std::size_t(source)];
@@ -437,14 +551,139 @@ class network {
       }
       live_range& r = b.ranges[std::size_t(b.buffer_of[std::size_t(t)])];
       if (r.bytes == 0) r.first = tensor.producer;
-      r.bytes = std::max(r.bytes, tensor.dims.elements() * sizeof(T));
-      r.last = std::max(r.last, tensor.last_use);
+      std::size_t bytes = tensor.dims.elements() * sizeof(T);
+      int born = tensor.producer, dies = tensor.last_use;
+      if (chain.banded && chain.schedule.windowed[std::size_t(t)]) {
+        bytes = std::size_t(chain.totals.capacity[std::size_t(t)]) * row_bytes(t);
+        born = first;
+        dies = last;
+      } else if (in_chain(tensor.producer)) {
+        born = first;  // the chain's last map: written band by band from the chain's first step
+      } else if (chain.banded && tensor.producer < first && tensor.last_use >= first) {
+        dies = std::max(dies, last);  // read by the chain: alive until its last band
+      }
+      r.first = std::min(r.first, born);
+      r.bytes = std::max(r.bytes, bytes);
+      r.last = std::max(r.last, dies);
     }
-    for (std::size_t i = 0; i < layer_count; ++i) b.ranges[tensor_count + i] = {scratch[i], int(i), int(i)};
+    for (std::size_t i = 0; i < layer_count; ++i)
+      b.ranges[tensor_count + i] = {in_chain(int(i)) ? 0 : layer_scratch[i], int(i), int(i)};
+    b.ranges[tensor_count + layer_count] = {chain.banded ? chain_scratch_bytes(chain) : 0, first,
+                                            std::max(first, last)};
     return b;
-  }();
+  }
+
+  static constexpr chain_choice layer_by_layer{};
+
+  /// Bytes a chain writes (its layers' outputs), the base of the overhead figure.
+  static constexpr std::uint64_t chain_written_bytes(int first, int last) {
+    std::uint64_t bytes = 0;
+    for (int l = first; l <= last; ++l)
+      if (band_layers[std::size_t(l)].op) bytes += topology.layers[std::size_t(l)].dims.elements() * sizeof(T);
+    return bytes;
+  }
 
  public:
+  /// Cost of one layer step of a band (a kernel call and its barrier), in bytes moved: the overhead
+  /// model of the automatic choice counts each step as this many bytes of extra work.
+  static constexpr std::uint64_t band_step_cost_bytes = 4096;
+
+  /// Overhead of a banded plan against layer by layer, in percent of the bytes the chain writes: rows
+  /// its windows move down plus band_step_cost_bytes per layer step beyond the layer-by-layer ones.
+  static constexpr double overhead_percent(const chain_choice& c) {
+    if (!c.banded) return 0;
+    std::uint64_t moved = 0;
+    for (std::size_t t = 0; t < tensor_count; ++t) moved += c.totals.moved[t] * row_bytes(int(t));
+    std::uint64_t layer_ops = 0;
+    for (int l = c.schedule.first; l <= c.schedule.last; ++l) layer_ops += band_layers[std::size_t(l)].op ? 1 : 0;
+    const std::uint64_t extra_steps = c.totals.layer_steps - std::min(c.totals.layer_steps, layer_ops);
+    const double written = double(chain_written_bytes(c.schedule.first, c.schedule.last));
+    return written == 0 ? 0 : 100.0 * double(moved + extra_steps * band_step_cost_bytes) / written;
+  }
+
+ private:
+  static constexpr std::size_t peak_of(const chain_choice& c) { return mosaiq::peak_live_bytes(make_layout(c).ranges); }
+
+  /// The smallest band height of chain [first, last] within the overhead bound (none: layer by layer).
+  /// Taller bands move fewer rows per row made and take fewer steps, so the figure falls as the
+  /// height grows: a bisection over heights below the map's.
+  static constexpr chain_choice best_band_rows(int first, int last, int max_percent) {
+    int low = 1, high = band_layers[std::size_t(last)].height - 1;
+    chain_choice best = layer_by_layer;
+    while (low <= high) {
+      const int rows = low + (high - low) / 2;
+      const chain_choice c = banded_choice(first, last, rows);
+      if (overhead_percent(c) <= double(max_percent)) {
+        best = c;
+        high = rows - 1;
+      } else {
+        low = rows + 1;
+      }
+    }
+    return best;
+  }
+
+  /// Where a chain may end in the automatic choice (its last map is held whole): the last op layer of
+  /// a run of joining layers, or one whose map is smaller than the next op layer's.
+  static constexpr bool chain_end_candidate(int last) {
+    const auto bytes = [](int l) { return topology.layers[std::size_t(l)].dims.elements(); };
+    for (int next = last + 1; next < int(layer_count); ++next) {
+      if (!joins(next)) return true;
+      if (band_layers[std::size_t(next)].op) return bytes(last) < bytes(next);
+    }
+    return true;
+  }
+
+  /// banding::automatic(): over the chains that start a run of joining layers, the one with the
+  /// smallest peak live bytes (ties: the layer-by-layer plan, then the shorter chain).
+  static constexpr chain_choice automatic_choice(int max_percent) {
+    chain_choice best = layer_by_layer;
+    std::size_t best_peak = peak_of(best);
+    for (int first = 0; first < int(layer_count); ++first) {
+      if (!band_layers[std::size_t(first)].op || !joins(first)) continue;
+      if (first > 0 && joins(first - 1) && band_layers[std::size_t(first - 1)].op) continue;  // not a run start
+      for (int last = first + 1; last < int(layer_count) && joins(last); ++last) {
+        if (!band_layers[std::size_t(last)].op || !chain_end_candidate(last) || !valid_chain(first, last)) continue;
+        const chain_choice c = best_band_rows(first, last, max_percent);
+        if (!c.banded) continue;
+        const std::size_t peak = peak_of(c);
+        if (peak < best_peak) best = c, best_peak = peak;
+      }
+    }
+    return best;
+  }
+
+  static constexpr chain_choice choose_chain() {
+    constexpr banding spec = Input::bands;
+    if constexpr (spec.how == banding::choice::chain) {
+      static_assert(valid_chain(spec.first_layer, spec.last_layer),
+                    "mosaiq::banding::chain: the layers cannot run in bands: both ends must be op layers (first < "
+                    "last), every op between must join (no global pool, resize...), and every map made before the "
+                    "last layer must be read only inside the chain");
+      static_assert(spec.band_rows >= 1, "mosaiq::banding::chain: band_rows must be at least 1");
+      return banded_choice(spec.first_layer, spec.last_layer, spec.band_rows);
+    } else if constexpr (spec.how == banding::choice::automatic) {
+      return automatic_choice(spec.max_overhead_percent);
+    } else {
+      return layer_by_layer;
+    }
+  }
+
+  static constexpr chain_choice chain = choose_chain();
+  static constexpr buffer_layout layout = make_layout(chain);
+
+ public:
+  /// Whether a chain runs in bands, which, and in bands of how many output rows of its last layer.
+  static constexpr bool banded = chain.banded;
+  static constexpr int band_first_layer = chain.banded ? chain.schedule.first : -1;
+  static constexpr int band_last_layer = chain.banded ? chain.schedule.last : -1;
+  static constexpr int band_rows = chain.banded ? chain.schedule.band_rows : 0;
+  static constexpr int band_count = chain.banded ? chain.schedule.band_count() : 0;
+  /// Rows each map's window holds (0: the map is whole or not in the chain).
+  static constexpr std::array<int, tensor_count> window_rows = chain.totals.capacity;
+  /// The plan's overhead figure (see overhead_percent).
+  static constexpr double band_overhead_percent = overhead_percent(chain);
+
   /// Every buffer's size and lifetime, and where the plan puts it.
   static constexpr auto memory_ranges = layout.ranges;
   static constexpr auto memory = plan_memory(memory_ranges);
@@ -455,6 +694,17 @@ class network {
   /// peak_live_bytes / arena_bytes: 1 is the best any plan can do.
   static constexpr double plan_efficiency =
       arena_bytes == 0 ? 1.0 : static_cast<double>(peak_live_bytes) / static_cast<double>(arena_bytes);
+
+  /// The same figures for the network run layer by layer, and what banding saves (0 without bands).
+  static constexpr std::size_t layer_by_layer_arena_bytes = [] {
+    if constexpr (banded)
+      return plan_memory(make_layout(layer_by_layer).ranges).arena_bytes;
+    else
+      return arena_bytes;
+  }();
+  static constexpr std::size_t layer_by_layer_peak_live_bytes = peak_of(layer_by_layer);
+  static constexpr std::size_t band_saved_bytes =
+      layer_by_layer_arena_bytes > arena_bytes ? layer_by_layer_arena_bytes - arena_bytes : 0;
 
   /// Buffer index of a tensor in memory_ranges, -1 for the input and output.
   static constexpr int buffer_of(std::size_t tensor) noexcept { return layout.buffer_of[tensor]; }
@@ -609,7 +859,7 @@ class network {
     if (!check_run_arguments(input, output, arena)) return;
     const int threads = std::clamp(static_cast<int>(exec.thread_count()), 1, max_threads);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (run_layer<I>(p, input, output, arena, observer, exec, threads), ...);
+      (run_step<I>(p, input, output, arena, observer, exec, threads), ...);
     }
     (std::make_index_sequence<layer_count>{});
   }
@@ -623,6 +873,10 @@ class network {
     struct poisoner {
       void before(std::size_t) const noexcept {}
       void after(std::size_t layer, std::span<std::byte> a) const noexcept { poison_dead_memory(a, int(layer)); }
+      // Inside a band chain every chain buffer lives until the last band's last layer.
+      void after_band_step(std::size_t layer, std::span<std::byte> a, bool chain_done) const noexcept {
+        poison_dead_memory(a, chain_done ? int(layer) : band_first_layer);
+      }
     };
     run_observed(p, input, output, arena, poisoner{});
   }
@@ -753,6 +1007,107 @@ class network {
       return input;
     else
       return arena_view<Tensor>(arena);
+  }
+
+  /// Layer I on its own, or (at the first layer of a band chain) the whole chain band by band.
+  template <std::size_t I, class Observer, class E>
+  static void run_step(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
+                       std::span<std::byte> arena, Observer& observer, E& exec, int threads) {
+    if constexpr (banded && int(I) >= band_first_layer && int(I) <= band_last_layer) {
+      if constexpr (int(I) == band_first_layer) run_chain(p, input, output, arena, observer, exec, threads);
+    } else {
+      run_layer<I>(p, input, output, arena, observer, exec, threads);
+    }
+  }
+
+  /// Tensor `Tensor` as the band chain sees it in band `step`: its window, or the whole map.
+  template <std::size_t Tensor, class V>
+  static row_window<V> chain_window(const tensor_view<const T>& input, const tensor_view<T>& output,
+                                    std::span<std::byte> arena, const typename schedule_type::step_type& step) {
+    constexpr shape dims = topology.tensors[Tensor].dims;
+    if constexpr (Tensor == 0) {
+      static_assert(std::is_const_v<V>);
+      return {input, 0, dims.height};
+    } else if constexpr (Tensor == output_tensor) {
+      return {output, 0, dims.height};
+    } else if constexpr (chain.schedule.windowed[Tensor]) {
+      const row_band w = step.window[Tensor];
+      auto* data = reinterpret_cast<V*>(arena.data() + tensor_offset(Tensor));
+      return {tensor_view<V>(data, shape{w.rows(), dims.width, dims.channels}), w.first, dims.height};
+    } else {
+      return {arena_view<Tensor>(arena), 0, dims.height};
+    }
+  }
+
+  /// Moves a window's kept rows down to its buffer's start when its first row advances.
+  static void slide_window(std::span<std::byte> arena, std::size_t tensor, row_band before, row_band after) {
+    const int kept = schedule_type::kept_rows(before, after);
+    if (kept == 0) return;
+    std::byte* buffer = arena.data() + tensor_offset(tensor);
+    const std::size_t bytes = row_bytes(int(tensor));
+    std::memmove(buffer, buffer + std::size_t(after.first - before.first) * bytes, std::size_t(kept) * bytes);
+  }
+
+  template <class Observer, class E>
+  static void run_chain(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
+                        std::span<std::byte> arena, Observer& observer, E& exec, int threads) {
+    std::span<std::byte> scratch =
+        arena.subspan(memory.offsets[tensor_count + layer_count], memory_ranges[tensor_count + layer_count].bytes);
+    band_cursor<tensor_count> cursor{};
+    for (int band = 0; band < band_count; ++band) {
+      const band_cursor<tensor_count> before = cursor;
+      const auto step = chain.schedule.advance(cursor, band);
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (run_chain_layer<std::size_t(band_first_layer) + I>(p, input, output, arena, scratch, observer, exec, threads,
+                                                            before, step, band + 1 == band_count),
+         ...);
+      }
+      (std::make_index_sequence<std::size_t(band_last_layer - band_first_layer + 1)>{});
+    }
+  }
+
+  /// Layer I's new rows of one band, split over the executor's threads.
+  template <std::size_t I, class Observer, class E>
+  static void run_chain_layer(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
+                              std::span<std::byte> arena, std::span<std::byte> scratch, Observer& observer, E& exec,
+                              int threads, const band_cursor<tensor_count>& before,
+                              const typename schedule_type::step_type& step, bool last_band) {
+    if constexpr (op_layer<layer<I>>) {
+      constexpr layer_node node = topology.layers[I];
+      constexpr std::size_t out_tensor = std::size_t(node.output);
+      constexpr std::size_t arity = layer<I>::inputs.size();
+      const row_band rows = step.rows[I];
+      if constexpr (chain.schedule.windowed[out_tensor])
+        slide_window(arena, out_tensor, before.window[out_tensor], step.window[out_tensor]);
+      if (rows.rows() == 0) return;
+      const auto inputs = [&]<std::size_t... K>(std::index_sequence<K...>) {
+        return std::array<row_window<const T>, arity>{
+            chain_window<std::size_t(node.inputs[K]), const T>(input, output, arena, step)...};
+      }
+      (std::make_index_sequence<arity>{});
+      const row_window<T> out = chain_window<out_tensor, T>(input, output, arena, step);
+      using layer_types = types<I>;
+      constexpr shape in_shape = layer_input_shape<I>;
+      constexpr std::size_t slice_bytes = band_slice_bytes<I>(chain.totals.max_rows[I]);
+      const int slices = slice_bytes != 0 ? layer_types::slices : max_threads;
+      const row_bands parts = row_bands::split(rows.rows(), std::min(threads, slices));
+      auto part = [&](std::size_t t) {
+        std::span<std::byte> slice;
+        if constexpr (slice_bytes != 0) slice = scratch.subspan(t * align_up(slice_bytes), slice_bytes);
+        const row_band local = parts[static_cast<int>(t)];
+        run_band_rows<layer<I>, typename layer_types::exec, T, in_shape, node.dims>(
+            p.template state<I>(), inputs, out, slice, {rows.first + local.first, rows.first + local.last});
+      };
+      observer.before(I);
+      if (parts.count > 1)
+        exec.parallel_for(static_cast<std::size_t>(parts.count), part);
+      else
+        part(0);
+      if constexpr (requires { observer.after_band_step(I, arena, true); })
+        observer.after_band_step(I, arena, last_band);
+      else
+        observer.after(I, arena);
+    }
   }
 
   template <std::size_t I, class Observer, class E>

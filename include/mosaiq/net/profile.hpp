@@ -46,7 +46,7 @@ profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
 }
 
 /// The same with the layers running on `exec`'s threads: a layer's time runs from before its
-/// parallel_for to after its barrier.
+/// parallel_for to after its barrier. Layers of a band chain add up their time over the bands.
 template <class Net, parallel_executor E>
 profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
                                          tensor_view<const typename Net::element_type> input,
@@ -96,6 +96,12 @@ profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
                report.total_ms > 0 ? static_cast<double>(Net::macs) / (report.total_ms * 1e6) : 0.0, Net::arena_bytes,
                Net::peak_live_bytes, Net::plan_efficiency, static_cast<unsigned long long>(Net::weight_bytes),
                report.runs);
+  if constexpr (Net::banded)
+    std::fprintf(out,
+                 "bands: layers %d..%d in %d bands of %d rows (overhead figure %.1f%%), arena %zu bytes, layer by "
+                 "layer %zu (%zu saved)\n",
+                 Net::band_first_layer, Net::band_last_layer, Net::band_count, Net::band_rows,
+                 Net::band_overhead_percent, Net::arena_bytes, Net::layer_by_layer_arena_bytes, Net::band_saved_bytes);
   return report;
 }
 

@@ -333,6 +333,15 @@ class conv2d {
     return staging_bytes(k, o.pixels()) + gemm_type::workspace_bytes({o.height, o.width, k});
   }
 
+  /// Scratch bytes run_rows_window needs for bands of at most `rows` output rows of an image `in`.
+  static constexpr std::size_t band_workspace_bytes(shape in, int rows) noexcept {
+    const shape o = output_shape(in);
+    const int k = taps * std::max(in.channels, 1);
+    const int band_rows = std::clamp(rows, 0, o.height);
+    return staging_bytes(k, std::size_t(band_rows) * std::size_t(o.width)) +
+           gemm_type::workspace_bytes({band_rows, o.width, k});
+  }
+
   /// Runs on every image of the batch. Views may have any extents (static ones convert) and
   /// pixel strides; misuse is reported through mosaiq::require and leaves `out` untouched.
   template <class InExtents, class OutExtents>
@@ -355,7 +364,37 @@ class conv2d {
     if (band.rows() == 0 || out.width() == 0) return;
     // A band is a convolution of its own: output rows start at band.first, so the top padding
     // shrinks by band.first strides (negative: the band starts below the image's first row).
-    for (int n = 0; n < in.batch(); ++n) run_image_rows(in, out, workspace, n, band);
+    for (int n = 0; n < in.batch(); ++n)
+      run_image_rows(in, 0, in.height(), out.row_slice(band.first, band.rows()), workspace, n, band);
+  }
+
+  /// Output rows `band` of an image of `image_height` rows whose input is given as a window of rows:
+  /// `in` holds image rows [in_first_row, in_first_row + in.height()), which must cover every row the
+  /// band's windows read, and `band_out` holds exactly the band's rows. One step of a banded network
+  /// (net/bands.hpp); workspace: band_workspace_bytes(image, band rows).
+  void run_rows_window(tensor_view<const T> in, int in_first_row, int image_height, tensor_view<T> band_out,
+                       std::span<std::byte> workspace, row_band band) const {
+    const shape image{image_height, in.width(), in.channels()};
+    const shape o = output_shape(image);
+    const window_geometry g = resolve_window(image.height, image.width, Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
+    const int top = std::max(0, band.first * Cfg.stride.h - g.y.pad_before);
+    const int bottom = std::min(
+        image.height, (band.last - 1) * Cfg.stride.h - g.y.pad_before + (Cfg.kernel.h - 1) * Cfg.dilation.h + 1);
+    if (!require(gemm_.has_value(), errc::invalid_argument,
+                 "conv2d: layer was not loaded (construction reported an error)") ||
+        !check_view(in, "conv2d: invalid input view") || !check_view(band_out, "conv2d: invalid output view") ||
+        !require(in.channels() == channels_, errc::shape_mismatch, "conv2d: input channels differ from the weights") ||
+        !require(band.first >= 0 && band.first <= band.last && band.last <= o.height, errc::invalid_argument,
+                 "conv2d: row band outside the output") ||
+        !require(band_out.dims() == shape{band.rows(), o.width, o.channels} && band_out.batch() == in.batch(),
+                 errc::shape_mismatch, "conv2d: output extents differ from the band of output_shape(input)") ||
+        !require(band.rows() == 0 || (in_first_row <= top && bottom <= in_first_row + in.height()),
+                 errc::shape_mismatch, "conv2d: the input window misses rows the band reads") ||
+        !require(workspace.size() >= band_workspace_bytes(image, band.rows()), errc::invalid_argument,
+                 "conv2d: workspace smaller than band_workspace_bytes(input, band rows)"))
+      return;
+    if (band.rows() == 0 || o.width == 0) return;
+    for (int n = 0; n < in.batch(); ++n) run_image_rows(in, in_first_row, image_height, band_out, workspace, n, band);
   }
 
  private:
@@ -405,13 +444,16 @@ class conv2d {
                 out.pixel(0, 0, 0), pixels);
   }
 
-  /// Output rows `band` of image n as a convolution of their own (batch 1, out_h = the band's rows).
-  void run_image_rows(const tensor_view<const T>& in, const tensor_view<T>& out, std::span<std::byte> workspace, int n,
-                      row_band band) const {
-    const window_geometry g = resolve_window(in.height(), in.width(), Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
-    const patch_geometry band_geometry{band.rows(), g.y.pad_before - band.first * Cfg.stride.h, g.x.pad_before};
-    run_patches(in, out, workspace, band_geometry, in.pixel(n, 0, 0), out.pixel(n, band.first, 0),
-                static_cast<std::ptrdiff_t>(band.rows()) * out.width());
+  /// Output rows `band` of image n (of image_height rows) as a convolution of their own (batch 1,
+  /// out_h = the band's rows) on an input window whose first row is image row `in_first_row` (the
+  /// window's end acts as the image's: the band reads no row below it); `band_out` holds the band's rows.
+  void run_image_rows(const tensor_view<const T>& in, int in_first_row, int image_height,
+                      const tensor_view<T>& band_out, std::span<std::byte> workspace, int n, row_band band) const {
+    const window_geometry g = resolve_window(image_height, in.width(), Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
+    const patch_geometry band_geometry{band.rows(), g.y.pad_before - band.first * Cfg.stride.h + in_first_row,
+                                       g.x.pad_before};
+    run_patches(in, band_out, workspace, band_geometry, in.pixel(n, 0, 0), band_out.pixel(n, 0, 0),
+                static_cast<std::ptrdiff_t>(band.rows()) * band_out.width());
   }
 
   /// Output rows of the patches: how many, and the padding before the first row and column.

@@ -236,6 +236,15 @@ class depthwise {
     run(in, out, workspace, band);
   }
 
+  /// Output rows `band` of an image of `image_height` rows whose input is given as a window of rows:
+  /// `in` holds image rows [in_first_row, in_first_row + in.height()), which must cover every row the
+  /// band's windows read, and `band_out` holds exactly the band's rows. One step of a banded network
+  /// (net/bands.hpp); workspace as for the whole image.
+  void run_rows_window(tensor_view<const T> in, int in_first_row, int image_height, tensor_view<T> band_out,
+                       std::span<std::byte> workspace, row_band band) const {
+    run(in, {in_first_row, image_height}, band_out, workspace, band);
+  }
+
  private:
   struct layout {
     int out_w = 0, padded_channels = 0;
@@ -341,23 +350,50 @@ class depthwise {
   }
 
   void run(tensor_view<const T> in, tensor_view<T> out, std::span<std::byte> workspace, row_band band) const {
+    if (!check_view(out, "depthwise: invalid output view") ||
+        !require(out.height() == output_shape(in.dims()).height, errc::shape_mismatch,
+                 "depthwise: output extents differ from output_shape(input)") ||
+        !require(band.first >= 0 && band.first <= band.last && band.last <= out.height(), errc::invalid_argument,
+                 "depthwise: row band outside the output"))
+      return;
+    run(in, {0, in.height()}, out.row_slice(band.first, band.rows()), workspace, band);
+  }
+
+  /// Where the input view sits in the image: image rows [first, first + in.height()) of image_height.
+  struct input_window {
+    int first = 0;
+    int image_height = 0;
+  };
+
+  // `out` holds output rows `band` only.
+  void run(tensor_view<const T> in, input_window window, tensor_view<T> out, std::span<std::byte> workspace,
+           row_band band) const {
     if (!require(ready_, errc::invalid_argument, "depthwise: layer was not loaded (construction reported an error)") ||
         !check_view(in, "depthwise: invalid input view") || !check_view(out, "depthwise: invalid output view"))
       return;
-    const shape expected = output_shape(in.dims());
+    const shape image{window.image_height, in.width(), in.channels()};
+    const shape expected = output_shape(image);
+    const window_geometry geo =
+        resolve_window(image.height, image.width, Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
+    // Image rows the band's windows read (clipped to the image) must all be in the view.
+    const int top = std::max(0, band.first * Cfg.stride.h - geo.y.pad_before);
+    const int bottom =
+        std::min(image.height, (band.last - 1) * Cfg.stride.h - geo.y.pad_before + (kh - 1) * Cfg.dilation.h + 1);
     if (!require(in.channels() == channels_, errc::shape_mismatch,
                  "depthwise: input channels differ from the weights") ||
-        !require(out.dims() == expected, errc::shape_mismatch,
-                 "depthwise: output extents differ from output_shape(input)") ||
-        !require(out.batch() == in.batch(), errc::shape_mismatch, "depthwise: input and output batch differ") ||
-        !require(workspace.size() >= workspace_bytes(in.dims()), errc::invalid_argument,
-                 "depthwise: workspace smaller than workspace_bytes(input)") ||
         !require(band.first >= 0 && band.first <= band.last && band.last <= expected.height, errc::invalid_argument,
-                 "depthwise: row band outside the output"))
+                 "depthwise: row band outside the output") ||
+        !require(out.dims() == shape{band.rows(), expected.width, expected.channels}, errc::shape_mismatch,
+                 "depthwise: output extents differ from output_shape(input)") ||
+        !require(band.rows() == 0 || (window.first <= top && bottom <= window.first + in.height()),
+                 errc::shape_mismatch, "depthwise: the input window misses rows the band reads") ||
+        !require(out.batch() == in.batch(), errc::shape_mismatch, "depthwise: input and output batch differ") ||
+        !require(workspace.size() >= workspace_bytes(image), errc::invalid_argument,
+                 "depthwise: workspace smaller than workspace_bytes(input)"))
       return;
-    if (expected.height == 0 || expected.width == 0 || in.height() == 0 || in.width() == 0) return;
+    if (expected.height == 0 || expected.width == 0 || image.height == 0 || in.width() == 0 || band.rows() == 0) return;
 
-    const layout l = layout_for(in.dims());
+    const layout l = layout_for(image);
     std::uint8_t* const base = detail::kernel::aligned_workspace(workspace);
     std::uint8_t* const pad_pixel = base + l.pad_pixel;
     std::uint8_t* const expanded = base + l.expanded_row;
@@ -372,19 +408,17 @@ class depthwise {
     std::memset(pad_pixel, static_cast<std::uint8_t>(input_zero_point_), static_cast<std::size_t>(oc));
     std::memset(pad_row, static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip), l.row_bytes);
 
-    const window_geometry geo = resolve_window(in.height(), in.width(), Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
-    const std::ptrdiff_t column_stride =
-        static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
+    const std::ptrdiff_t column_stride = static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
     const std::ptrdiff_t group_stride = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
 
     for (int n = 0; n < in.batch(); ++n) {
       for (int r = 0; r < ring_rows; ++r) tags[r] = -1;
       const auto row_for = [&](int iy) -> const std::uint8_t* {
-        if (iy < 0 || iy >= in.height()) return pad_row;
+        if (iy < 0 || iy >= image.height) return pad_row;
         const int slot = iy % ring_rows;
         std::uint8_t* row = ring + static_cast<std::size_t>(slot) * ring_stride;
         if (tags[slot] != iy) {
-          build_row(in, n, iy, row, pad_pixel, expanded, l, geo.x.pad_before);
+          build_row(in, n, iy - window.first, row, pad_pixel, expanded, l, geo.x.pad_before);
           tags[slot] = iy;
         }
         return row;
@@ -395,7 +429,8 @@ class depthwise {
         for (int r = 0; r < pass_rows; ++r)
           for (int kr = 0; kr < kh; ++kr)
             rows[r][kr] = row_for((oy0 + r) * Cfg.stride.h - geo.y.pad_before + kr * Cfg.dilation.h);
-        const std::ptrdiff_t out_row_stride = pass_rows > 1 ? out.pixel(n, oy0 + 1, 0) - out.pixel(n, oy0, 0) : 0;
+        const std::ptrdiff_t out_row_stride =
+            pass_rows > 1 ? out.pixel(n, oy0 + 1 - band.first, 0) - out.pixel(n, oy0 - band.first, 0) : 0;
         for (int b = 0; b * job_channels < oc; ++b) {
           const int c0 = b * job_channels;
           std::array<const std::uint8_t*, tile_h * kh> block_rows{};
@@ -418,7 +453,7 @@ class depthwise {
                 .clamp_max = clamp_.max,
                 .sum_x_factor = sum_x_factor_,
                 .group_ones = group_ones_.data(),
-                .out = out.pixel(n, oy0 + r, 0) + c0,
+                .out = out.pixel(n, oy0 + r - band.first, 0) + c0,
                 .out_pixel_stride = out.pixel_stride(),
                 .out_row_stride = out_row_stride,
                 .valid_channels = std::min(job_channels, oc - c0),

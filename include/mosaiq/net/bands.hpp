@@ -1,0 +1,318 @@
+// Banded execution of a chain of layers (issue 21). For each band of output rows of the chain's last
+// layer, every earlier layer of the chain computes only the rows the later ones read next; which rows
+// those are follows from kernel, stride, dilation and padding (`row_map`). Every map made inside the
+// chain lives in a sliding window of rows: a contiguous buffer holding image rows [first, last) that
+// moves its overlap rows down before new rows are written after them, so that each window is a plain
+// strided view and the kernels read it through their window entry points. Every row is computed once.
+//
+// The schedule (`band_schedule`) is the same constexpr code at compile time (window capacities, the
+// overhead figure) and at run time (the rows of each band).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+
+#include "mosaiq/core/padding.hpp"
+#include "mosaiq/core/parallel.hpp"
+#include "mosaiq/core/tensor.hpp"
+#include "mosaiq/net/banding.hpp"
+#include "mosaiq/net/executor.hpp"
+#include "mosaiq/net/layers.hpp"
+#include "mosaiq/ops/pool.hpp"
+#include "mosaiq/simd/target.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
+
+/// Which input rows a layer reads for a range of its output rows.
+struct row_map {
+  enum class kind { whole, pixel, window };
+  kind how = kind::whole;  ///< whole: the layer needs its whole input (it cannot join a chain)
+  int height = 0;          ///< input rows
+  int extent = 1;          ///< window: (kernel - 1) * dilation + 1
+  int stride = 1;
+  int pad_before = 0;
+
+  static constexpr row_map pixels(int height) noexcept { return {kind::pixel, height}; }
+  static constexpr row_map windowed(int height, int kernel, int stride, int dilation, int pad_before) noexcept {
+    return {kind::window, height, (kernel - 1) * dilation + 1, stride, pad_before};
+  }
+
+  /// Input rows output rows `out` read, clipped to the input (a broadcast input of one row: that row).
+  constexpr row_band input_rows(row_band out) const noexcept {
+    if (out.rows() <= 0) return {0, 0};
+    if (how == kind::whole || height == 1) return {0, height};
+    if (how == kind::pixel) return out;
+    return {std::clamp(out.first * stride - pad_before, 0, height),
+            std::clamp((out.last - 1) * stride - pad_before + extent, 0, height)};
+  }
+};
+
+/// How a layer kind joins a chain: `map(input, output)` of each input (kind::whole: it does not).
+template <class Layer>
+struct band_traits {
+  static constexpr row_map map(shape, shape) noexcept { return {}; }
+};
+
+template <layers::conv2d_config C>
+struct band_traits<layers::conv2d<C>> {
+  static constexpr row_map map(shape in, shape) noexcept {
+    const window_geometry g = resolve_window(in.height, in.width, C.kernel, C.stride, C.dilation, C.pad);
+    return row_map::windowed(in.height, C.kernel.h, C.stride.h, C.dilation.h, g.y.pad_before);
+  }
+};
+template <layers::depthwise_config C>
+struct band_traits<layers::depthwise<C>> {
+  static constexpr row_map map(shape in, shape) noexcept {
+    const window_geometry g = resolve_window(in.height, in.width, C.kernel, C.stride, C.dilation, C.pad);
+    return row_map::windowed(in.height, C.kernel.h, C.stride.h, C.dilation.h, g.y.pad_before);
+  }
+};
+template <layers::pool_config C>
+struct band_traits<layers::average_pool<C>> {
+  static constexpr row_map map(shape in, shape) noexcept {
+    const window_geometry g = resolve_window(in.height, in.width, C.kernel, C.stride, hw{1, 1}, C.pad);
+    return row_map::windowed(in.height, C.kernel.h, C.stride.h, 1, g.y.pad_before);
+  }
+};
+template <layers::pool_config C>
+struct band_traits<layers::max_pool<C>> : band_traits<layers::average_pool<C>> {};
+
+/// Layers where output pixel (y, x) reads pixel (y, x) of each input (or the one row of a broadcast one).
+struct pixel_band_traits {
+  static constexpr row_map map(shape in, shape out) noexcept {
+    return row_map::pixels(in.height == 1 && out.height > 1 ? 1 : in.height);
+  }
+};
+template <layers::pointwise_config C>
+struct band_traits<layers::pointwise<C>> : pixel_band_traits {};
+template <fixed_string Tapped, activation Act>
+struct band_traits<layers::add<Tapped, Act>> : pixel_band_traits {};
+template <fixed_string Tapped, activation Act>
+struct band_traits<layers::mul<Tapped, Act>> : pixel_band_traits {};
+template <layers::softmax_config C>
+struct band_traits<layers::softmax<C>> : pixel_band_traits {};
+template <int U>
+struct band_traits<layers::log_softmax<U>> : pixel_band_traits {};
+template <fixed_string... Tapped>
+struct band_traits<layers::concat<Tapped...>> : pixel_band_traits {};
+
+// ---------------------------------------------------------------------------------------------
+// The schedule.
+
+/// One layer of the network as the schedule sees it.
+struct band_layer {
+  bool op = false;
+  int input_count = 0;
+  std::array<int, 8> inputs{};
+  std::array<row_map, 8> maps{};
+  int output = 0;
+  int height = 0;  ///< output rows
+};
+
+/// Image rows [first, last) of a map held in its window (or computed in a band).
+using row_range = row_band;
+
+/// Where the schedule is between bands: rows made so far (a high-water mark) and each window.
+template <std::size_t TensorCount>
+struct band_cursor {
+  std::array<int, TensorCount> made{};
+  std::array<row_range, TensorCount> window{};
+};
+
+/// What one band computes: each layer's new output rows and each map's window afterwards.
+template <std::size_t LayerCount, std::size_t TensorCount>
+struct band_step {
+  std::array<row_range, LayerCount> rows{};
+  std::array<row_range, TensorCount> window{};
+};
+
+/// A chain of layers [first, last] of a network with LayerCount layers and TensorCount tensors, run in
+/// bands of `band_rows` output rows of the last layer.
+template <std::size_t LayerCount, std::size_t TensorCount>
+struct band_schedule {
+  std::array<band_layer, LayerCount> layers{};
+  int first = 0, last = -1, band_rows = 0;
+  std::array<bool, TensorCount> windowed{};  ///< made inside the chain and read only there
+
+  constexpr int final_tensor() const noexcept { return layers[std::size_t(last)].output; }
+  constexpr int final_height() const noexcept { return layers[std::size_t(last)].height; }
+  constexpr int band_count() const noexcept { return (final_height() + band_rows - 1) / band_rows; }
+  using step_type = band_step<LayerCount, TensorCount>;
+
+  /// Band `band`'s rows and windows, from the cursor after the previous band (advanced here).
+  ///
+  /// In band b the last layer makes its rows up to (b + 1) * band_rows, and every earlier layer the
+  /// rows its readers read for theirs. The first band would make the whole receptive field of the
+  /// first output rows at once (the lead of each layer over its share of rows); instead each layer
+  /// goes at a pace of its rows plus that lead spread over all bands, so every band makes about the
+  /// same rows of each layer. A layer makes fewer rows where its inputs do not have them yet.
+  constexpr band_step<LayerCount, TensorCount> advance(band_cursor<TensorCount>& cursor, int band) const noexcept {
+    band_step<LayerCount, TensorCount> step;
+    const band_cursor<TensorCount> before = cursor;
+    const std::array<int, LayerCount> target = targets(band);
+    for (int l = first; l <= last; ++l) {
+      const band_layer& layer = layers[std::size_t(l)];
+      if (!layer.op) continue;
+      const auto out = std::size_t(layer.output);
+      int made = target[std::size_t(l)];
+      for (int k = 0; k < layer.input_count; ++k) {
+        const auto in = std::size_t(layer.inputs[std::size_t(k)]);
+        if (windowed[in]) made = std::min(made, rows_computable(layer.maps[std::size_t(k)], cursor.made[in]));
+      }
+      made = std::max(made, before.made[out]);
+      step.rows[std::size_t(l)] = {before.made[out], made};
+      cursor.made[out] = made;
+    }
+    // A window keeps the rows its readers still need this band: from what they make next.
+    std::array<int, TensorCount> lowest{};
+    lowest.fill(std::numeric_limits<int>::max());
+    for (int l = first; l <= last; ++l) {
+      const band_layer& layer = layers[std::size_t(l)];
+      const int next = before.made[std::size_t(layer.output)];
+      if (!layer.op || next >= layer.height) continue;
+      for (int k = 0; k < layer.input_count; ++k) {
+        const auto in = std::size_t(layer.inputs[std::size_t(k)]);
+        if (windowed[in])
+          lowest[in] = std::min(lowest[in], layer.maps[std::size_t(k)].input_rows({next, next + 1}).first);
+      }
+    }
+    for (std::size_t t = 0; t < TensorCount; ++t) {
+      if (!windowed[t]) continue;
+      step.window[t] = {std::min(lowest[t], cursor.made[t]), cursor.made[t]};
+      cursor.window[t] = step.window[t];
+    }
+    return step;
+  }
+
+  /// Rows each layer should have made after band `band` (see advance()).
+  constexpr std::array<int, LayerCount> targets(int band) const noexcept {
+    const std::array<int, LayerCount> first_band = demanded(band_rows, nullptr);
+    std::array<int, LayerCount> pace{};
+    for (int l = first; l <= last; ++l) {
+      const int height = layers[std::size_t(l)].height;
+      const int share = (height + band_count() - 1) / band_count();
+      const int lead = std::max(0, first_band[std::size_t(l)] - share);
+      pace[std::size_t(l)] = int((std::int64_t(height + lead) * (band + 1) + band_count() - 1) / band_count());
+    }
+    return demanded((band + 1) * band_rows, &pace);
+  }
+
+  /// Rows each layer must have made for the last layer's first `rows` rows, at most `pace` (if given).
+  constexpr std::array<int, LayerCount> demanded(int rows, const std::array<int, LayerCount>* pace) const noexcept {
+    std::array<int, LayerCount> target{};
+    std::array<int, TensorCount> demand{};
+    for (int l = last; l >= first; --l) {
+      const band_layer& layer = layers[std::size_t(l)];
+      if (!layer.op) continue;
+      int made = l == last ? rows : demand[std::size_t(layer.output)];
+      if (pace != nullptr) made = std::min(made, (*pace)[std::size_t(l)]);
+      target[std::size_t(l)] = std::min(layer.height, made);
+      for (int k = 0; k < layer.input_count; ++k) {
+        const auto in = std::size_t(layer.inputs[std::size_t(k)]);
+        if (windowed[in])
+          demand[in] = std::max(demand[in], layer.maps[std::size_t(k)].input_rows({0, target[std::size_t(l)]}).last);
+      }
+    }
+    return target;
+  }
+
+  /// Rows of a layer's output that can be made from `made` rows of an input read through `map`.
+  static constexpr int rows_computable(const row_map& map, int made) noexcept {
+    if (made >= map.height) return std::numeric_limits<int>::max();
+    if (map.how == row_map::kind::pixel)
+      return map.height == 1 ? (made >= 1 ? std::numeric_limits<int>::max() : 0) : made;
+    // Output row y reads up to (y * stride - pad_before + extent) rows (exclusive).
+    const int reach = made + map.pad_before - map.extent;
+    return reach < 0 ? 0 : reach / map.stride + 1;
+  }
+
+  /// Figures of the whole run: the most rows each window holds at once, and the rows moved down.
+  struct totals {
+    std::array<int, TensorCount> capacity{};
+    std::uint64_t moved_rows = 0;  ///< summed over maps (rows, not bytes)
+    std::array<std::uint64_t, TensorCount> moved{};
+    std::uint64_t layer_steps = 0;           ///< layer calls with rows to compute
+    std::array<int, LayerCount> max_rows{};  ///< most rows a layer computes in one band
+  };
+  constexpr totals measure() const noexcept {
+    totals t;
+    band_cursor<TensorCount> cursor{};
+    for (int b = 0; b < band_count(); ++b) {
+      const band_cursor<TensorCount> before = cursor;
+      const band_step<LayerCount, TensorCount> s = advance(cursor, b);
+      for (std::size_t m = 0; m < TensorCount; ++m) {
+        if (!windowed[m]) continue;
+        t.capacity[m] = std::max(t.capacity[m], s.window[m].rows());
+        t.moved[m] += std::uint64_t(kept_rows(before.window[m], s.window[m]));
+      }
+      for (int l = first; l <= last; ++l) {
+        const int rows = s.rows[std::size_t(l)].rows();
+        t.layer_steps += rows > 0 ? 1 : 0;
+        t.max_rows[std::size_t(l)] = std::max(t.max_rows[std::size_t(l)], rows);
+      }
+    }
+    return t;
+  }
+
+  /// Rows a window keeps when it moves from `before` to `after` (they move down unless it did not move).
+  static constexpr int kept_rows(row_range before, row_range after) noexcept {
+    if (after.first == before.first) return 0;
+    return std::max(0, before.last - after.first);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Running one layer on some of its output rows.
+
+/// A map of `height` rows as a band sees it: a view holding image rows [first, first + view.height()).
+template <class T>
+struct row_window {
+  tensor_view<T> view;
+  int first = 0;
+  int height = 0;
+  constexpr tensor_view<T> rows(row_range r) const noexcept { return view.row_slice(r.first - first, r.rows()); }
+};
+
+/// Workspace of one call of a layer (executor Exec) on at most `rows` output rows of a band: windowed
+/// convolutions size theirs by the band (conv2d) or by the width alone (depthwise, pools); pixel-wise
+/// layers run as the layer on a map of `rows` rows.
+template <class Exec, shape In, shape Out>
+constexpr std::size_t band_scratch_bytes(int rows, bool windowed) noexcept {
+  if constexpr (requires { Exec::kernel::band_workspace_bytes(In, rows); })
+    return Exec::kernel::band_workspace_bytes(In, rows);
+  else if (windowed)
+    return Exec::scratch_bytes(In, Out);
+  else
+    return Exec::scratch_bytes({rows, In.width, In.channels}, {rows, Out.width, Out.channels});
+}
+
+/// Output rows `rows` of a layer (executor Exec, first input shape In, output shape Out) from its
+/// inputs' windows into its output's window.
+template <class Layer, class Exec, quantized_element T, shape In, shape Out, std::size_t Arity>
+void run_band_rows(const typename Exec::state& state, const std::array<row_window<const T>, Arity>& in,
+                   const row_window<T>& out, std::span<std::byte> scratch, row_range rows) {
+  if constexpr (requires { state.kernel.run_rows_window(in[0].view, 0, 0, out.view, scratch, rows); }) {
+    // Windowed convolutions read the input window through their window entry point.
+    state.kernel.run_rows_window(in[0].view, in[0].first, In.height, out.rows(rows), scratch, rows);
+  } else if constexpr (requires { Exec::params; }) {
+    // Pooling: the band as a pooling of its own, its edges padded explicitly.
+    const detail::pool_band b = detail::pool_band_for(In, Exec::params, rows);
+    if constexpr (Layer::kind == layers::max_pool_kind)
+      mosaiq::max_pool<T>(in[0].rows(b.input), out.rows(rows), b.params, state.output);
+    else
+      mosaiq::average_pool<T>(in[0].rows(b.input), out.rows(rows), b.params, state.output);
+  } else {
+    // Pixel-wise layers: the same op on the band's rows of every input (a broadcast input whole).
+    input_views<T, Arity> views{};
+    for (std::size_t k = 0; k < Arity; ++k)
+      views[k] = in[k].height == 1 && Out.height > 1 ? in[k].view : in[k].rows(rows);
+    Exec::run(state, views, out.rows(rows), scratch);
+  }
+}
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -1,0 +1,273 @@
+// Banded execution (net/bands.hpp): every banded plan gives the bytes of the layer-by-layer plan, on
+// networks with odd heights, strides 2, dilations, SAME and VALID edges, pools, taps inside the chain
+// and broadcast taps from before it, on 1..4 threads, with no heap while running.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "allocation_counter.hpp"
+#include "mosaiq/net.hpp"
+#include "mosaiq/ops.hpp"
+#include "mosaiq/reference.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace mosaiq;
+namespace L = mosaiq::layers;
+
+template <int Channels, int Stride = 1, int Dilation = 1>
+using conv3x3 = L::conv2d<L::conv2d_config{.out_channels = Channels,
+                                           .kernel = {3, 3},
+                                           .stride = {Stride, Stride},
+                                           .dilation = {Dilation, Dilation},
+                                           .act = activation::relu6}>;
+template <int Stride, int Dilation = 1>
+using dw3x3 = L::depthwise<L::depthwise_config{
+    .stride = {Stride, Stride}, .dilation = {Dilation, Dilation}, .act = activation::relu}>;
+template <int Channels>
+using pw = L::pointwise<L::pointwise_config{.out_channels = Channels, .act = activation::relu6}>;
+
+// The network the tests run: a broadcast gate from the input, then a chain over every joining kind.
+template <class T, int MaxThreads, banding B>
+using chain_net =
+    network<typename input<T, 37, 29, 5>::template with_max_threads<MaxThreads>::template with_banding<B>,
+            L::tap<"in">,                                                                    // 0
+            L::global_average_pool<>,                                                        // 1: 1x1x5
+            pw<16>,                                                                          // 2: 1x1x16
+            L::tap<"gate">,                                                                  // 3
+            L::from<"in">,                                                                   // 4
+            conv3x3<16, 1>,                                                                  // 5: 37x29x16
+            dw3x3<2>,                                                                        // 6: 19x15x16 SAME s2
+            dw3x3<1, 2>,                                                                     // 7: dilation 2
+            L::tap<"a">,                                                                     // 8
+            pw<24>,                                                                          // 9: 19x15x24
+            conv3x3<16, 1, 2>,                                                               // 10: dilated conv
+            L::add<"a">,                                                                     // 11: tap inside the chain
+            L::mul<"gate">,                                                                  // 12: broadcast tap
+            L::tap<"b">,                                                                     // 13
+            L::max_pool<{.kernel = {3, 3}, .stride = {1, 1}, .pad = padding::same()}>,       // 14
+            L::tap<"c">,                                                                     // 15
+            L::concat<"b", "c">,                                                             // 16: 19x15x32
+            L::average_pool<{.kernel = {3, 2}, .stride = {2, 2}, .pad = padding::valid()}>,  // 17: 9x7x32
+            conv3x3<12, 2>,                                                                  // 18: 5x4x12 SAME s2
+            L::depthwise<L::depthwise_config{.kernel = {5, 3}, .pad = padding::explicit_pads(2, 1, 1, 1)}>,  // 19: 4x4
+            L::softmax<>>;                                                                                   // 20
+
+template <banding B, int MaxThreads = 1>
+using u8_net = chain_net<u8, MaxThreads, B>;
+
+static_assert(!u8_net<banding::off()>::banded);
+static_assert(u8_net<banding::chain(5, 20, 1)>::banded && u8_net<banding::chain(5, 20, 1)>::band_count == 4);
+// The chain's inner maps hold a few rows: the dilated 3x3 conv (layer 10) reads 5 rows of layer 9's map,
+// which leads by at most one row more.
+static_assert(u8_net<banding::chain(9, 10, 1)>::window_rows[6] >= 5 &&
+              u8_net<banding::chain(9, 10, 1)>::window_rows[6] <= 6);
+// Bands of two of the 19 rows of layer 16 hold a fraction of the maps.
+static_assert(u8_net<banding::chain(5, 16, 2)>::band_saved_bytes > u8_net<banding::off()>::arena_bytes / 4);
+static_assert(u8_net<banding::chain(5, 16, 2)>::arena_bytes + u8_net<banding::chain(5, 16, 2)>::band_saved_bytes ==
+              u8_net<banding::off()>::arena_bytes);
+static_assert(u8_net<banding::chain(5, 16, 2)>::layer_by_layer_arena_bytes == u8_net<banding::off()>::arena_bytes);
+static_assert(is_valid_plan(u8_net<banding::chain(5, 20, 3)>::memory_ranges, u8_net<banding::chain(5, 20, 3)>::memory));
+
+template <class Net>
+std::vector<typename Net::element_type> run_once(const typename Net::weights& w,
+                                                 const std::vector<typename Net::element_type>& input) {
+  using T = typename Net::element_type;
+  const typename Net::prepared p = Net::prepare(w);
+  test::aligned_arena arena(Net::arena_bytes);
+  std::vector<T> out(Net::output_shape.elements(), T{0x5A});
+  Net::run(p, tensor_view<const T>(input.data(), Net::input_shape), tensor_view<T>(out.data(), Net::output_shape),
+           arena.bytes);
+  return out;
+}
+
+/// The same weights for another plan of the same layer list (the blob names the layers only).
+template <class To, class From>
+typename To::weights same_weights(const typename From::weights& w) {
+  std::vector<std::byte> blob(From::blob_bytes);
+  REQUIRE(From::save(w, blob) == blob.size());
+  typename To::weights out;
+  REQUIRE(To::load(blob, out));
+  return out;
+}
+
+template <class T, int Last, int... Rows>
+void check_chain(const typename chain_net<T, 1, banding::off()>::weights& w, const std::vector<T>& input,
+                 const std::vector<T>& expected) {
+  using whole = chain_net<T, 1, banding::off()>;
+  const auto check = [&]<int R>(std::integral_constant<int, R>) {
+    using banded = chain_net<T, 1, banding::chain(5, Last, R)>;
+    CAPTURE(Last);
+    CAPTURE(R);
+    CHECK(run_once<banded>(same_weights<banded, whole>(w), input) == expected);
+  };
+  (check(std::integral_constant<int, Rows>{}), ...);
+}
+
+/// Chains of each length from layer 5, odd and even band heights.
+template <class T>
+void check_every_band_height() {
+  using whole = chain_net<T, 1, banding::off()>;
+  const typename whole::weights w = test::random_weights<whole>(7);
+  std::mt19937 rng(3);
+  const std::vector<T> input = test::random_values<T>(rng, whole::input_shape.elements());
+  const std::vector<T> expected = run_once<whole>(w, input);
+  CHECK(std::set<T>(expected.begin(), expected.end()).size() > 4);
+  check_chain<T, 6, 1, 2, 3>(w, input, expected);
+  check_chain<T, 12, 1, 3>(w, input, expected);
+  check_chain<T, 16, 2, 5>(w, input, expected);
+  check_chain<T, 20, 1, 2, 3>(w, input, expected);
+}
+
+TEST_CASE("bands: every chain and band height gives the layer-by-layer bytes (uint8)") {
+  check_every_band_height<u8>();
+}
+TEST_CASE("bands: every chain and band height gives the layer-by-layer bytes (int8)") { check_every_band_height<i8>(); }
+
+TEST_CASE("bands: a chain inside the network, taps and the broadcast gate read across bands") {
+  using whole = chain_net<u8, 1, banding::off()>;
+  using banded = chain_net<u8, 1, banding::chain(9, 16, 2)>;
+  static_assert(banded::banded && banded::band_first_layer == 9 && banded::band_last_layer == 16);
+  const whole::weights w = test::random_weights<whole>(21);
+  std::mt19937 rng(9);
+  const std::vector<u8> input = test::random_values<u8>(rng, whole::input_shape.elements());
+  CHECK(run_once<banded>(same_weights<banded, whole>(w), input) == run_once<whole>(w, input));
+}
+
+TEST_CASE("bands: the automatic plan saves memory and keeps the bytes") {
+  using whole = chain_net<u8, 1, banding::off()>;
+  // Maps this small cost about as much per layer step as their rows: a loose bound lets bands in.
+  using automatic = chain_net<u8, 1, banding::automatic(1000)>;
+  static_assert(automatic::banded);
+  static_assert(automatic::peak_live_bytes < whole::peak_live_bytes);
+  static_assert(automatic::band_overhead_percent <= 1000);
+  const whole::weights w = test::random_weights<whole>(5);
+  std::mt19937 rng(1);
+  const std::vector<u8> input = test::random_values<u8>(rng, whole::input_shape.elements());
+  CHECK(run_once<automatic>(same_weights<automatic, whole>(w), input) == run_once<whole>(w, input));
+  // A bound no banded plan meets leaves the network layer by layer.
+  static_assert(!chain_net<u8, 1, banding::automatic(0)>::banded);
+}
+
+TEST_CASE("bands: rows within a band split over 1..4 threads, bit-identical, no heap while running") {
+  constexpr int max_threads = 4;
+  using whole = chain_net<u8, 1, banding::off()>;
+  using banded = chain_net<u8, max_threads, banding::chain(5, 20, 3)>;
+  const whole::weights w = test::random_weights<whole>(13);
+  std::mt19937 rng(2);
+  const std::vector<u8> input = test::random_values<u8>(rng, whole::input_shape.elements());
+  const std::vector<u8> expected = run_once<whole>(w, input);
+  const banded::weights bw = same_weights<banded, whole>(w);
+  const banded::prepared p = banded::prepare(bw);
+  test::aligned_arena arena(banded::arena_bytes);
+  for (int threads = 1; threads <= max_threads + 1; ++threads) {
+    CAPTURE(threads);
+    thread_pool pool(threads);
+    std::vector<u8> got(expected.size(), u8{0x5A});
+    const long before = test::heap_allocations();
+    banded::run(p, tensor_view<const u8>(input.data(), banded::input_shape),
+                tensor_view<u8>(got.data(), banded::output_shape), arena.bytes, pool);
+    CHECK(test::heap_allocations() == before);
+    CHECK(got == expected);
+  }
+}
+
+TEST_CASE("bands: no layer reads memory the banded plan holds dead") {
+  using whole = chain_net<u8, 1, banding::off()>;
+  using banded = chain_net<u8, 1, banding::chain(5, 20, 2)>;
+  const whole::weights w = test::random_weights<whole>(17);
+  std::mt19937 rng(4);
+  const std::vector<u8> input = test::random_values<u8>(rng, whole::input_shape.elements());
+  const banded::weights bw = same_weights<banded, whole>(w);
+  test::aligned_arena arena(banded::arena_bytes);
+  std::vector<u8> got(banded::output_shape.elements());
+  banded::run_poisoning_dead_memory(banded::prepare(bw), tensor_view<const u8>(input.data(), banded::input_shape),
+                                    tensor_view<u8>(got.data(), banded::output_shape), arena.bytes);
+  CHECK(got == run_once<whole>(w, input));
+}
+
+/// A window entry point on image rows 4..5 of a 10-row image (they read rows 3..6 through a 3x3 SAME
+/// window): a window from row 4 misses row 3 and is reported with nothing written; one from row 3 runs.
+template <class Kernel>
+void check_window_misuse(const Kernel& kernel, std::size_t workspace_bytes) {
+  const shape image{10, 6, 8};
+  std::vector<u8> in(image.elements(), u8{7}), out(2 * 6 * 8, u8{0x5A});
+  std::vector<std::byte> workspace(workspace_bytes);
+  const tensor_view<const u8> window(in.data(), shape{6, 6, 8});
+  const tensor_view<u8> band_out(out.data(), shape{2, 6, 8});
+  test::recording_handler errors;
+  kernel.run_rows_window(window, 4, image.height, band_out, workspace, row_band{4, 6});
+  CHECK(errors.calls() == 1);
+  CHECK(errors.last() == errc::shape_mismatch);
+  CHECK(std::all_of(out.begin(), out.end(), [](u8 v) { return v == 0x5A; }));
+  errors.reset();
+  kernel.run_rows_window(window, 3, image.height, band_out, workspace, row_band{4, 6});
+  CHECK(errors.calls() == 0);
+  CHECK(std::any_of(out.begin(), out.end(), [](u8 v) { return v != 0x5A; }));
+}
+
+TEST_CASE("bands: a window that misses rows a band reads is reported and nothing is written") {
+  const std::array<float, 1> filter_scale{0.01f};
+  const auto q = reference::make_conv_requant<rounding::tflite_reference, u8>({0.02f, 128}, filter_scale, 128,
+                                                                              {0.05f, 100}, activation::none);
+  const std::vector<u8> filter(9 * 8 * 8, u8{140});
+  const std::vector<std::int32_t> bias(8, 0);
+  using dw = mosaiq::depthwise<mosaiq::depthwise_config{}, u8>;
+  check_window_misuse(dw(filter.data(), bias.data(), 8, q), dw::workspace_bytes({10, 6, 8}));
+  using conv = mosaiq::conv2d<mosaiq::conv2d_config{.out_channels = 8}, u8>;
+  check_window_misuse(conv(filter.data(), bias.data(), 8, q), conv::band_workspace_bytes({10, 6, 8}, 2));
+}
+
+// The schedule on its own: a 3x3 stride-1 SAME chain of two layers over 10 rows in bands of 4 (3 bands).
+TEST_CASE("bands: the schedule computes each row once and keeps just the rows still read") {
+  band_schedule<2, 3> s;
+  s.layers[0] = {.op = true,
+                 .input_count = 1,
+                 .inputs = {0},
+                 .maps = {row_map::windowed(10, 3, 1, 1, 1)},
+                 .output = 1,
+                 .height = 10};
+  s.layers[1] = {.op = true,
+                 .input_count = 1,
+                 .inputs = {1},
+                 .maps = {row_map::windowed(10, 3, 1, 1, 1)},
+                 .output = 2,
+                 .height = 10};
+  s.first = 0;
+  s.last = 1;
+  s.band_rows = 4;
+  s.windowed[1] = true;
+  band_cursor<3> cursor{};
+  REQUIRE(s.band_count() == 3);
+  // The first layer leads by one row (the second's row 3 reads its row 4): its pace is 11 rows over
+  // 3 bands. Band 0: 4 rows; the second layer makes 3, as its row 3 reads row 4.
+  auto step = s.advance(cursor, 0);
+  CHECK(step.rows[0] == row_band{0, 4});
+  CHECK(step.rows[1] == row_band{0, 3});
+  CHECK(step.window[1] == row_band{0, 4});
+  // Band 1: the first layer up to 8 rows, the second up to 7 (rows 3..6 read 2..7): rows 2, 3 stay.
+  step = s.advance(cursor, 1);
+  CHECK(step.rows[0] == row_band{4, 8});
+  CHECK(step.rows[1] == row_band{3, 7});
+  CHECK(step.window[1] == row_band{2, 8});
+  // Band 2: everything; rows 7..9 read 6..9 (row 10 is padding).
+  step = s.advance(cursor, 2);
+  CHECK(step.rows[0] == row_band{8, 10});
+  CHECK(step.rows[1] == row_band{7, 10});
+  CHECK(step.window[1] == row_band{6, 10});
+  const auto totals = s.measure();
+  CHECK(totals.capacity[1] == 6);
+  CHECK(totals.moved[1] == 2 + 2);
+  CHECK(totals.max_rows[0] == 4);
+}
+
+}  // namespace
