@@ -445,12 +445,52 @@ bool check_same_views(const tensor_view<const T>& in, const tensor_view<T>& out,
   return require(in.batch() == out.batch() && in.dims() == out.dims(), errc::shape_mismatch, what);
 }
 
+/// What softmax and log_softmax share: the two-class table, the checks of a run and the choice of path. Op gives
+/// valid(), its messages (invalid, views, channels), run_lanes (the vector paths on `pixels` pixels at a pixel
+/// stride) and run_reference (scalar builds).
+template <class Op, softmax_config Cfg, quantized_element T>
+class channel_probability : public view_entry_points<Op, T> {
+ public:
+  /// Views may be strided; misuse is reported through mosaiq::require and leaves `out` untouched.
+  void run(tensor_view<const T> in, tensor_view<T> out) const {
+    const Op& op = static_cast<const Op&>(*this);
+    if (!require(op.valid(), errc::invalid_argument, Op::invalid_message)) return;
+    if (!check_same_views(in, out, Op::views_message)) return;
+    if (!require(in.channels() == Cfg.channels, errc::shape_mismatch, Op::channels_message)) return;
+    if constexpr (Cfg.channels == 2) {
+      run_pairs<T>(pairs_, in, out);
+    } else {
+#if MOSAIQ_TARGET_SIMD
+      // Every pixel is at data + k * pixel_stride (rows and images follow the pixel stride).
+      const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
+      if (pixels == 0) return;
+      op.run_lanes(in.data(), in.pixel_stride(), out.data(), out.pixel_stride(), pixels);
+#else
+      op.run_reference(in, out);
+#endif
+    }
+  }
+
+ protected:
+  /// Load time: the two-class table from the op's reference run (only when the op is valid).
+  template <class Reference>
+  void build_pairs(Reference reference) {
+    if constexpr (Cfg.channels == 2) {
+      if (static_cast<const Op&>(*this).valid()) pairs_ = make_pair_table<T>(reference);
+    }
+  }
+
+ private:
+  pair_table pairs_{};
+};
+
 }  // namespace detail::probability
 
 /// Softmax over the channels of every pixel, specialized for Cfg.channels; see the file comment.
 template <softmax_config Cfg, quantized_element T>
-class softmax : public detail::probability::view_entry_points<softmax<Cfg, T>, T> {
+class softmax : public detail::probability::channel_probability<softmax<Cfg, T>, Cfg, T> {
   static_assert(Cfg.channels >= 1, "softmax: channels must be at least 1");
+  friend class detail::probability::channel_probability<softmax, Cfg, T>;
 
  public:
   static constexpr softmax_config config = Cfg;
@@ -462,54 +502,40 @@ class softmax : public detail::probability::view_entry_points<softmax<Cfg, T>, T
   /// Load time: builds the tables from the input quantization and beta (reported as errc::invalid_argument, and the
   /// object refuses to run, unless the scale and beta are finite and positive).
   explicit softmax(quant_params input, float beta = 1.0f) : table_(input, beta) {
-    if constexpr (Cfg.channels == 2) {
-      if (table_.valid())
-        pairs_ = detail::probability::make_pair_table<T>(
-            [&](tensor_view<const T> in, tensor_view<T> out) { reference::softmax<T>(table_, in, out); });
-    }
+    this->build_pairs([&](tensor_view<const T> in, tensor_view<T> out) { run_reference(in, out); });
   }
 
   bool valid() const noexcept { return table_.valid(); }
   const reference::softmax_table& exp_table() const noexcept { return table_; }
 
-  /// Views may be strided; misuse is reported through mosaiq::require and leaves `out` untouched.
-  void run(tensor_view<const T> in, tensor_view<T> out) const {
-    if (!require(valid(), errc::invalid_argument, "softmax: built from invalid quantization or beta")) return;
-    if (!detail::probability::check_same_views(in, out, "softmax: input and output views must be valid and match"))
-      return;
-    if (!require(in.channels() == Cfg.channels, errc::shape_mismatch, "softmax: channels differ from config.channels"))
-      return;
-    if constexpr (Cfg.channels == 2) {
-      detail::probability::run_pairs<T>(pairs_, in, out);
-    } else {
-#if MOSAIQ_TARGET_SIMD
-      // Every pixel is at data + k * pixel_stride (rows and images follow the pixel stride).
-      const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
-      if (pixels == 0) return;
-      if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
-        detail::probability::vec::transposed<T>(table_.entries(), in.data(), in.pixel_stride(), out.data(),
-                                                out.pixel_stride(), pixels, Cfg.channels);
-      else
-        detail::probability::vec::along_channels<T>(table_.entries(), in.data(), in.pixel_stride(), out.data(),
-                                                    out.pixel_stride(), pixels, Cfg.channels);
-#else
-      // Scalar builds: the reference (exp table + exact per-element integer division).
-      reference::softmax<T>(table_, in, out);
-#endif
-    }
-  }
-
  private:
+  static constexpr const char* invalid_message = "softmax: built from invalid quantization or beta";
+  static constexpr const char* views_message = "softmax: input and output views must be valid and match";
+  static constexpr const char* channels_message = "softmax: channels differ from config.channels";
+
+  void run_lanes([[maybe_unused]] const T* in, [[maybe_unused]] std::ptrdiff_t in_stride, [[maybe_unused]] T* out,
+                 [[maybe_unused]] std::ptrdiff_t out_stride, [[maybe_unused]] std::size_t pixels) const noexcept {
+#if MOSAIQ_TARGET_SIMD
+    if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
+      detail::probability::vec::transposed<T>(table_.entries(), in, in_stride, out, out_stride, pixels, Cfg.channels);
+    else
+      detail::probability::vec::along_channels<T>(table_.entries(), in, in_stride, out, out_stride, pixels,
+                                                  Cfg.channels);
+#endif
+  }
+  /// The reference (exp table + exact per-element integer division).
+  void run_reference(tensor_view<const T> in, tensor_view<T> out) const { reference::softmax<T>(table_, in, out); }
+
   reference::softmax_table table_;
-  detail::probability::pair_table pairs_{};
 };
 
 /// Log-softmax over the channels of every pixel (TFLite's quantized LOG_SOFTMAX, beta 1), specialized for
 /// Cfg.channels, bit-exact with reference::log_softmax; see the file comment.
 template <softmax_config Cfg, quantized_element T>
-class log_softmax : public detail::probability::view_entry_points<log_softmax<Cfg, T>, T> {
+class log_softmax : public detail::probability::channel_probability<log_softmax<Cfg, T>, Cfg, T> {
   static_assert(Cfg.channels >= 1 && Cfg.channels <= reference::log_softmax_params::max_channels,
                 "log_softmax: channels must be in [1, 4095] (the fixed-point sum of exponentials overflows above)");
+  friend class detail::probability::channel_probability<log_softmax, Cfg, T>;
 
  public:
   static constexpr softmax_config config = Cfg;
@@ -521,46 +547,32 @@ class log_softmax : public detail::probability::view_entry_points<log_softmax<Cf
   /// Load time: TFLite's Prepare and the tables (errc::invalid_argument, and the object refuses to run, unless the
   /// input scale is finite and above 2^-26).
   explicit log_softmax(quant_params input) : params_(input), tables_(params_) {
-    if constexpr (Cfg.channels == 2) {
-      if (params_.valid())
-        pairs_ = detail::probability::make_pair_table<T>(
-            [&](tensor_view<const T> in, tensor_view<T> out) { reference::log_softmax<T>(params_, in, out); });
-    }
+    this->build_pairs([&](tensor_view<const T> in, tensor_view<T> out) { run_reference(in, out); });
   }
 
   bool valid() const noexcept { return params_.valid(); }
   const reference::log_softmax_params& params() const noexcept { return params_; }
 
-  /// Views may be strided; misuse is reported through mosaiq::require and leaves `out` untouched.
-  void run(tensor_view<const T> in, tensor_view<T> out) const {
-    if (!require(valid(), errc::invalid_argument, "log_softmax: built from invalid quantization")) return;
-    if (!detail::probability::check_same_views(in, out, "log_softmax: input and output views must be valid and match"))
-      return;
-    if (!require(in.channels() == Cfg.channels, errc::shape_mismatch,
-                 "log_softmax: channels differ from config.channels"))
-      return;
-    if constexpr (Cfg.channels == 2) {
-      detail::probability::run_pairs<T>(pairs_, in, out);
-    } else {
-#if MOSAIQ_TARGET_SIMD
-      const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
-      if (pixels == 0) return;
-      if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
-        detail::probability::vec::log_softmax_transposed<T>(tables_, params_, in.data(), in.pixel_stride(), out.data(),
-                                                            out.pixel_stride(), pixels, Cfg.channels);
-      else
-        detail::probability::vec::log_softmax_along_channels<T>(tables_, params_, in.data(), in.pixel_stride(),
-                                                                out.data(), out.pixel_stride(), pixels, Cfg.channels);
-#else
-      reference::log_softmax<T>(params_, in, out);
-#endif
-    }
-  }
-
  private:
+  static constexpr const char* invalid_message = "log_softmax: built from invalid quantization";
+  static constexpr const char* views_message = "log_softmax: input and output views must be valid and match";
+  static constexpr const char* channels_message = "log_softmax: channels differ from config.channels";
+
+  void run_lanes([[maybe_unused]] const T* in, [[maybe_unused]] std::ptrdiff_t in_stride, [[maybe_unused]] T* out,
+                 [[maybe_unused]] std::ptrdiff_t out_stride, [[maybe_unused]] std::size_t pixels) const noexcept {
+#if MOSAIQ_TARGET_SIMD
+    if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
+      detail::probability::vec::log_softmax_transposed<T>(tables_, params_, in, in_stride, out, out_stride, pixels,
+                                                          Cfg.channels);
+    else
+      detail::probability::vec::log_softmax_along_channels<T>(tables_, params_, in, in_stride, out, out_stride, pixels,
+                                                              Cfg.channels);
+#endif
+  }
+  void run_reference(tensor_view<const T> in, tensor_view<T> out) const { reference::log_softmax<T>(params_, in, out); }
+
   reference::log_softmax_params params_;
   detail::probability::log_softmax_tables tables_;
-  detail::probability::pair_table pairs_{};
 };
 
 /// Logistic (sigmoid) of every element: the reference table, vectorized lookups; see the file comment.
