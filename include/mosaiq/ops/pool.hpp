@@ -144,9 +144,10 @@ template <class A, bool Full, int Rows, int Cols, quantized_element T>
     lanes::store_partial<A>(out, acc, n);
 }
 
+// Inlined into max_windowed as the byte-vector structs were (GCC's heuristic keeps the xsimd form out of line).
 template <int Rows, int Cols, quantized_element T>
-inline void max_pixel(const T* first, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows, int cols, T* target,
-                      int channels, clamp_range clamp) noexcept {
+[[gnu::always_inline]] inline void max_pixel(const T* first, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows,
+                                             int cols, T* target, int channels, clamp_range clamp) noexcept {
   using wide = lanes::arch;
   constexpr int width = static_cast<int>(xsimd::batch<T, wide>::size);
   int c = 0;
