@@ -111,17 +111,102 @@ void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out,
       }
 }
 
-/// Max pool on the 8-bit values themselves (max is exact in any width): xsimd batches of T per step (64 channels on
+/// Max pool on the 8-bit values themselves (max is exact in any width): a vector of channels per step (64 on
 /// AVX-512, 32 on AVX2 and for 32-channel chunks on AVX-512, 16 on NEON), the whole window's max kept in one register,
-/// then the activation clamp.
-///
-/// One vector of channels of one output pixel on arch A: the max over a rows x cols window whose first tap is `in`,
-/// then the clamp; a full vector, or (Full = false) the first n channels. Rows and Cols > 0 fix the window at compile
-/// time (the full 2x2 and 3x3 windows); 0 reads them at run time.
-template <class A, bool Full, int Rows, int Cols, quantized_element T>
+/// then the activation clamp. Each ops struct gives full-width load/store, partial (n < width) ones, max and min.
+#if MOSAIQ_TARGET_AVX2
+struct bytes256 {
+  using vec = __m256i;
+  static constexpr int width = 32;
+  static vec load(const void* p) noexcept { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static void store(void* p, vec v) noexcept { _mm256_storeu_si256(static_cast<__m256i*>(p), v); }
+  template <class T>
+  static vec max(vec a, vec b) noexcept {
+    return element_traits<T>::is_signed ? _mm256_max_epi8(a, b) : _mm256_max_epu8(a, b);
+  }
+  template <class T>
+  static vec min(vec a, vec b) noexcept {
+    return element_traits<T>::is_signed ? _mm256_min_epi8(a, b) : _mm256_min_epu8(a, b);
+  }
+  static vec set1(std::int32_t v) noexcept { return _mm256_set1_epi8(static_cast<char>(v)); }
+};
+#endif
+#if MOSAIQ_TARGET_AVX512
+struct bytes512 {
+  using vec = __m512i;
+  static constexpr int width = 64;
+  static vec load(const void* p) noexcept { return _mm512_loadu_si512(p); }
+  static void store(void* p, vec v) noexcept { _mm512_storeu_si512(p, v); }
+  static vec load(const void* p, int n) noexcept { return _mm512_maskz_loadu_epi8(~std::uint64_t{0} >> (64 - n), p); }
+  static void store(void* p, vec v, int n) noexcept { _mm512_mask_storeu_epi8(p, ~std::uint64_t{0} >> (64 - n), v); }
+  template <class T>
+  static vec max(vec a, vec b) noexcept {
+    return element_traits<T>::is_signed ? _mm512_max_epi8(a, b) : _mm512_max_epu8(a, b);
+  }
+  template <class T>
+  static vec min(vec a, vec b) noexcept {
+    return element_traits<T>::is_signed ? _mm512_min_epi8(a, b) : _mm512_min_epu8(a, b);
+  }
+  static vec set1(std::int32_t v) noexcept { return _mm512_set1_epi8(static_cast<char>(v)); }
+};
+using bytes_wide = bytes512;
+#elif MOSAIQ_TARGET_AVX2
+/// Partial vectors through a zero-padded copy.
+struct bytes_wide : bytes256 {
+  using bytes256::load;
+  using bytes256::store;
+  static vec load(const void* p, int n) noexcept {
+    alignas(32) std::uint8_t copy[width] = {};
+    std::memcpy(copy, p, static_cast<std::size_t>(n));
+    return load(copy);
+  }
+  static void store(void* p, vec v, int n) noexcept {
+    alignas(32) std::uint8_t copy[width];
+    store(copy, v);
+    std::memcpy(p, copy, static_cast<std::size_t>(n));
+  }
+};
+#else
+/// NEON (aarch64 and armv7): bytes held unsigned, reinterpreted as signed for i8; partial vectors through a copy.
+struct bytes_wide {
+  using vec = uint8x16_t;
+  static constexpr int width = 16;
+  static vec load(const void* p) noexcept { return vld1q_u8(static_cast<const std::uint8_t*>(p)); }
+  static void store(void* p, vec v) noexcept { vst1q_u8(static_cast<std::uint8_t*>(p), v); }
+  static vec load(const void* p, int n) noexcept {
+    std::uint8_t copy[width] = {};
+    std::memcpy(copy, p, static_cast<std::size_t>(n));
+    return load(copy);
+  }
+  static void store(void* p, vec v, int n) noexcept {
+    std::uint8_t copy[width];
+    store(copy, v);
+    std::memcpy(p, copy, static_cast<std::size_t>(n));
+  }
+  template <class T>
+  static vec max(vec a, vec b) noexcept {
+    if constexpr (element_traits<T>::is_signed)
+      return vreinterpretq_u8_s8(vmaxq_s8(vreinterpretq_s8_u8(a), vreinterpretq_s8_u8(b)));
+    else
+      return vmaxq_u8(a, b);
+  }
+  template <class T>
+  static vec min(vec a, vec b) noexcept {
+    if constexpr (element_traits<T>::is_signed)
+      return vreinterpretq_u8_s8(vminq_s8(vreinterpretq_s8_u8(a), vreinterpretq_s8_u8(b)));
+    else
+      return vminq_u8(a, b);
+  }
+  static vec set1(std::int32_t v) noexcept { return vdupq_n_u8(static_cast<std::uint8_t>(v)); }
+};
+#endif
+
+/// One ops' vector of channels of one output pixel: the max over a rows x cols window whose first tap is `in`, then
+/// the clamp; a full vector, or (Full = false) the first n channels. Rows and Cols > 0 fix the window at compile time
+/// (the full 2x2 and 3x3 windows); 0 reads them at run time.
+template <class Ops, bool Full, int Rows, int Cols, quantized_element T>
 [[gnu::always_inline]] inline void max_window(const T* in, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows, int cols,
                                               T* out, int n, std::int32_t lo, std::int32_t hi) noexcept {
-  using vec = xsimd::batch<T, A>;
   if constexpr (Rows > 0) {
     rows = Rows;
     cols = Cols;
@@ -129,40 +214,36 @@ template <class A, bool Full, int Rows, int Cols, quantized_element T>
   const auto load = [n](const T* p) {
     if constexpr (Full) {
       static_cast<void>(n);  // captured for the partial form only (clang warns on an unused capture)
-      return vec::load_unaligned(p);
+      return Ops::load(p);
     } else {
-      return lanes::load_partial<A>(p, n);
+      return Ops::load(p, n);
     }
   };
-  vec acc = load(in);
+  typename Ops::vec acc = load(in);
   for (int y = 0; y < rows; ++y)
-    for (int x = y == 0 ? 1 : 0; x < cols; ++x) acc = xsimd::max(acc, load(in + y * row + x * pixel));
-  acc = xsimd::min(xsimd::max(acc, vec(static_cast<T>(lo))), vec(static_cast<T>(hi)));
+    for (int x = y == 0 ? 1 : 0; x < cols; ++x) acc = Ops::template max<T>(acc, load(in + y * row + x * pixel));
+  acc = Ops::template min<T>(Ops::template max<T>(acc, Ops::set1(lo)), Ops::set1(hi));
   if constexpr (Full)
-    acc.store_unaligned(out);
+    Ops::store(out, acc);
   else
-    lanes::store_partial<A>(out, acc, n);
+    Ops::store(out, acc, n);
 }
 
-// Inlined into max_windowed as the byte-vector structs were (GCC's heuristic keeps the xsimd form out of line).
 template <int Rows, int Cols, quantized_element T>
-[[gnu::always_inline]] inline void max_pixel(const T* first, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows,
-                                             int cols, T* target, int channels, clamp_range clamp) noexcept {
-  using wide = lanes::arch;
-  constexpr int width = static_cast<int>(xsimd::batch<T, wide>::size);
+inline void max_pixel(const T* first, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows, int cols, T* target,
+                      int channels, clamp_range clamp) noexcept {
   int c = 0;
-  for (; c + width <= channels; c += width)
-    max_window<wide, true, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, 0, clamp.min, clamp.max);
+  for (; c + bytes_wide::width <= channels; c += bytes_wide::width)
+    max_window<bytes_wide, true, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, 0, clamp.min, clamp.max);
 #if MOSAIQ_TARGET_AVX512
-  if (c + 32 <= channels) {  // 32 channels: a full ymm rather than a masked zmm
-    max_window<xsimd::avx2, true, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, 0, clamp.min,
-                                                 clamp.max);
-    c += 32;
+  if (c + bytes256::width <= channels) {  // 32 channels: a full ymm rather than a masked zmm
+    max_window<bytes256, true, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, 0, clamp.min, clamp.max);
+    c += bytes256::width;
   }
 #endif
   if (c < channels)
-    max_window<wide, false, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, channels - c, clamp.min,
-                                           clamp.max);
+    max_window<bytes_wide, false, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, channels - c, clamp.min,
+                                                 clamp.max);
 }
 
 template <quantized_element T>

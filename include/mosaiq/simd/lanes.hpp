@@ -17,9 +17,7 @@
 
 #if MOSAIQ_TARGET_SIMD
 
-#include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <xsimd/xsimd.hpp>
 
 #include "mosaiq/core/quant.hpp"
@@ -30,22 +28,6 @@
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 namespace lanes {
-
-namespace kernel {
-/// Partial vectors through a copy, for every arch without masked loads (the per-arch overloads are closer matches).
-template <class A, class T>
-[[gnu::always_inline]] inline xsimd::batch<T, A> load_partial(const T* p, int n, xsimd::generic) noexcept {
-  alignas(64) T copy[xsimd::batch<T, A>::size] = {};
-  std::memcpy(copy, p, static_cast<std::size_t>(n) * sizeof(T));
-  return xsimd::batch<T, A>::load_aligned(copy);
-}
-template <class A, class T>
-[[gnu::always_inline]] inline void store_partial(T* p, xsimd::batch<T, A> v, int n, xsimd::generic) noexcept {
-  alignas(64) T copy[xsimd::batch<T, A>::size];
-  v.store_aligned(copy);
-  std::memcpy(p, copy, static_cast<std::size_t>(n) * sizeof(T));
-}
-}  // namespace kernel
 
 using arch = simd::native_arch;
 using reg = xsimd::batch<std::int32_t, arch>;
@@ -103,17 +85,6 @@ template <rounding R>
 }
 /// 1 / float(d) for d > 0, correctly rounded.
 [[gnu::always_inline]] inline freg reciprocal(reg d) noexcept { return kernel::reciprocal(d, arch{}); }
-
-/// The first n (< size) elements of a batch of T on arch A, the rest zero; and the store of the first n. Reads and
-/// writes nothing past them.
-template <class A, class T>
-[[gnu::always_inline]] inline xsimd::batch<T, A> load_partial(const T* p, int n) noexcept {
-  return kernel::load_partial<A>(p, n, A{});
-}
-template <class A, class T>
-[[gnu::always_inline]] inline void store_partial(T* p, xsimd::batch<T, A> v, int n) noexcept {
-  kernel::store_partial<A>(p, v, n, A{});
-}
 
 /// One multiplier broadcast to every lane, for multiply.
 struct scale_regs {

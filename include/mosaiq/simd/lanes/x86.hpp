@@ -131,18 +131,6 @@ template <rounding R>
   return _mm512_i32gather_epi32(index, table, 4);
 }
 
-/// Byte vectors' first n (< 64) elements with masked loads and stores.
-template <class A, class T>
-[[gnu::always_inline]] inline xsimd::batch<T, A> load_partial(const T* p, int n, xsimd::avx512bw) noexcept {
-  static_assert(sizeof(T) == 1);
-  return _mm512_maskz_loadu_epi8(~std::uint64_t{0} >> (64 - n), p);
-}
-template <class A, class T>
-[[gnu::always_inline]] inline void store_partial(T* p, xsimd::batch<T, A> v, int n, xsimd::avx512bw) noexcept {
-  static_assert(sizeof(T) == 1);
-  _mm512_mask_storeu_epi8(p, ~std::uint64_t{0} >> (64 - n), v);
-}
-
 [[gnu::always_inline]] inline xsimd::batch<float, xsimd::avx512bw> reciprocal(
     xsimd::batch<std::int32_t, xsimd::avx512bw> d, xsimd::avx512bw) noexcept {
   return xsimd::batch<float, xsimd::avx512bw>(1.0f) / xsimd::batch_cast<float>(d);
