@@ -130,21 +130,21 @@ TEST_CASE_TEMPLATE("average_pool: the vector rounded division is exact for every
   }
 }
 
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
 TEST_CASE("lanes::rounded_divide equals reference rounded_divide for every window sum") {
   // Every sum a window of d taps can have, u8 and i8 alike; some of them (n = k * d with fl(1/d) < 1/d) make the
   // float quotient one too small, which the remainder test corrects.
-  namespace lanes = mosaiq::detail::lanes;
+  namespace lanes = mosaiq::lanes;
   long mismatches = 0;
   for (const int d : {1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 13, 25, 49, 50, 81, 100, 121, 127, 255, 256, 1000, 4095, 4096}) {
     const lanes::divisor_regs divisor = lanes::divisor_regs::of(d);
     alignas(64) std::int32_t sums[lanes::block], got[lanes::block];
     for (int first = -128 * d; first <= 255 * d; first += lanes::block) {
       for (int j = 0; j < lanes::block; ++j) sums[j] = std::min(first + j, 255 * d);
-      lanes::reg r[lanes::isa::regs];
-      std::memcpy(r, sums, sizeof sums);
-      for (int k = 0; k < lanes::isa::regs; ++k) r[k] = lanes::rounded_divide(r[k], divisor);
-      std::memcpy(got, r, sizeof got);
+      lanes::reg r[lanes::regs];
+      lanes::load(sums, r);
+      for (int k = 0; k < lanes::regs; ++k) r[k] = lanes::rounded_divide(r[k], divisor);
+      lanes::store(got, r);
       for (int j = 0; j < lanes::block; ++j) mismatches += got[j] != ref::detail::rounded_divide(sums[j], d);
     }
   }

@@ -229,7 +229,7 @@ TEST_CASE("softmax, 33+ channels (vectorized along channels) equals the referenc
   check_channels<u8, 4100>();  // int32 partial sums flushed more than once
 }
 
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
 TEST_CASE("softmax: the vector normalization is the exact quotient at remainders 0, 1, d - 2 and d - 1") {
   // min(255, (256 e + d/2) / d) for 0 <= e <= d < 2^30, at numerators next to multiples of d, where a float
   // estimate off by one is only caught by the remainder correction.
@@ -249,20 +249,19 @@ TEST_CASE("softmax: the vector normalization is the exact quotient at remainders
       e[i] = target >= 0 && target % 256 == 0 && target / 256 <= d[i] ? static_cast<std::uint32_t>(target / 256)
                                                                       : static_cast<std::uint32_t>(rng() % (d[i] + 1));
     }
-    vec::reg er[vec::regs], dr[vec::regs], q[vec::regs];
-    for (int r = 0; r < vec::regs; ++r) {
-      alignas(64) std::int32_t ev[16], dv[16];
-      for (int i = 0; i < 16; ++i) {
-        ev[i] = static_cast<std::int32_t>(e[i]);
-        dv[i] = static_cast<std::int32_t>(d[i]);
-      }
-      std::memcpy(&er[r], ev + 16 / vec::regs * r, sizeof(vec::reg));
-      std::memcpy(&dr[r], dv + 16 / vec::regs * r, sizeof(vec::reg));
-      const auto one = mosaiq::detail::lanes::isa::set1(1);
-      q[r] = vec::normalize(er[r], dr[r], mosaiq::detail::lanes::isa::sub(dr[r], one), vec::half(dr[r]),
-                            vec::reciprocal(dr[r]));
-      vec::store(got + 16 / vec::regs * r, q[r]);
+    namespace lanes = mosaiq::lanes;
+    alignas(64) std::int32_t ev[16], dv[16], qv[16];
+    for (int i = 0; i < 16; ++i) {
+      ev[i] = static_cast<std::int32_t>(e[i]);
+      dv[i] = static_cast<std::int32_t>(d[i]);
     }
+    lanes::reg er[lanes::regs], dr[lanes::regs], q[lanes::regs];
+    lanes::load(ev, er);
+    lanes::load(dv, dr);
+    for (int r = 0; r < lanes::regs; ++r)
+      q[r] = vec::normalize(er[r], dr[r], dr[r] - lanes::reg(1), dr[r] >> 1, lanes::reciprocal(dr[r]));
+    lanes::store(qv, q);
+    for (int i = 0; i < 16; ++i) got[i] = static_cast<std::uint32_t>(qv[i]);
     for (int i = 0; i < 16; ++i) {
       const std::uint64_t expected = std::min<std::uint64_t>(255, (std::uint64_t{e[i]} * 256 + d[i] / 2) / d[i]);
       if (got[i] != expected) {

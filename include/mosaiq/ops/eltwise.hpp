@@ -30,7 +30,7 @@
 // constructor then evaluates that formula for all 65,536 (a, b) pairs against the reference pipeline and keeps
 // the tables only when every output matches (trying TFLite's second beta when ties below zero defeat the first);
 // otherwise, and where no table kernel exists (armv7), add runs the pipeline as written: blocks of 16 elements
-// widened to int32 (ops/detail/lanes.hpp), three multiplier steps (simd::<isa>::multiply_by_quantized_multiplier).
+// widened to int32 (simd/lanes.hpp), three multiplier steps (simd::<isa>::multiply_by_quantized_multiplier).
 // The table kernels: AVX-512 VBMI looks up byte planes of the tables (rank, level low, level high) with vpermi2b,
 // 64 elements per step, adds the levels as 16-bit words and packs with saturation; AVX-512 without VBMI and AVX2
 // gather the int32 entries (16 / 8 elements per step); aarch64 looks up the byte planes with tbl/tbx. Dense views
@@ -57,14 +57,15 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
-#include "mosaiq/ops/detail/lanes.hpp"
 #include "mosaiq/reference/eltwise.hpp"
+#include "mosaiq/simd/lanes.hpp"
+#include "mosaiq/simd/target.hpp"
 
 namespace mosaiq {
 
 namespace detail::eltwise {
 
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
 /// The add_params decoded into broadcast registers once per call.
 template <rounding R>
 struct add_regs {
@@ -72,11 +73,11 @@ struct add_regs {
   lanes::scale_regs input1, input2, output;
 
   explicit add_regs(const reference::add_params& p) noexcept
-      : offset1(lanes::isa::set1(p.input1_offset)),
-        offset2(lanes::isa::set1(p.input2_offset)),
-        output_offset(lanes::isa::set1(p.output_offset)),
-        clamp_min(lanes::isa::set1(p.clamp.min)),
-        clamp_max(lanes::isa::set1(p.clamp.max)),
+      : offset1(lanes::reg(p.input1_offset)),
+        offset2(lanes::reg(p.input2_offset)),
+        output_offset(lanes::reg(p.output_offset)),
+        clamp_min(lanes::reg(p.clamp.min)),
+        clamp_max(lanes::reg(p.clamp.max)),
         input1(lanes::scale_regs::of(prepare_scale<R>(p.input1_multiplier))),
         input2(lanes::scale_regs::of(prepare_scale<R>(p.input2_multiplier))),
         output(lanes::scale_regs::of(prepare_scale<R>(p.output_multiplier))) {}
@@ -89,31 +90,28 @@ enum class input { a, b };
 template <rounding R>
 [[gnu::always_inline]] inline lanes::reg add_scaled_input(lanes::reg v, lanes::reg offset,
                                                           const lanes::scale_regs& s) noexcept {
-  using isa = lanes::isa;
-  const lanes::reg shifted = isa::shift_left(isa::add(v, offset), reference::add_params::left_shift);
-  return isa::template multiply<R>(shifted, s.multiplier, s.left_shift, s.right_shift);
+  const lanes::reg shifted = (v + offset) << reference::add_params::left_shift;
+  return lanes::multiply<R>(shifted, s.multiplier, s.left_shift, s.right_shift);
 }
 
 /// The rest of the ADD pipeline on a sum of scaled inputs: the output multiplier, the zero point, the clamp.
 template <rounding R>
 [[gnu::always_inline]] inline lanes::reg add_output(lanes::reg sum, const add_regs<R>& k) noexcept {
-  using isa = lanes::isa;
-  const lanes::reg raw = isa::add(
-      isa::template multiply<R>(sum, k.output.multiplier, k.output.left_shift, k.output.right_shift), k.output_offset);
-  return isa::min(isa::max(raw, k.clamp_min), k.clamp_max);
+  const lanes::reg raw =
+      lanes::multiply<R>(sum, k.output.multiplier, k.output.left_shift, k.output.right_shift) + k.output_offset;
+  return xsimd::min(xsimd::max(raw, k.clamp_min), k.clamp_max);
 }
 
 /// 16 elements of reference::detail::add_element.
 template <rounding R, quantized_element T>
 [[gnu::always_inline]] inline void add_block(const T* a, const T* b, T* out, const add_regs<R>& k) noexcept {
-  using isa = lanes::isa;
-  lanes::reg va[isa::regs], vb[isa::regs];
-  isa::widen(a, va);
-  isa::widen(b, vb);
-  for (int j = 0; j < isa::regs; ++j)
+  lanes::reg va[lanes::regs], vb[lanes::regs];
+  lanes::widen(a, va);
+  lanes::widen(b, vb);
+  for (int j = 0; j < lanes::regs; ++j)
     va[j] = add_output<R>(
-        isa::add(add_scaled_input<R>(va[j], k.offset1, k.input1), add_scaled_input<R>(vb[j], k.offset2, k.input2)), k);
-  isa::template narrow<T>(out, va);
+        add_scaled_input<R>(va[j], k.offset1, k.input1) + add_scaled_input<R>(vb[j], k.offset2, k.input2), k);
+  lanes::narrow<T>(out, va);
 }
 
 /// Runs block(v, w, terms, out) over n elements in blocks of lanes::block; the tail goes through zero-padded copies.
@@ -147,16 +145,15 @@ inline void add_span(const T* a, const T* b, T* out, std::size_t n, const add_re
 template <bool Held, quantized_element T, class Finish>
 [[gnu::always_inline]] inline void run_terms(const T* v, const std::int32_t* terms, std::int32_t term, T* out,
                                              std::size_t n, Finish finish) noexcept {
-  using isa = lanes::isa;
-  const lanes::reg held = isa::set1(term);
+  const lanes::reg held(term);
   run_blocks<false, !Held>(v, static_cast<const T*>(nullptr), terms, out, n,
                            [&](const T* bv, const T*, const std::int32_t* bt, T* bo) {
-                             lanes::reg x[isa::regs], t[isa::regs];
-                             isa::widen(bv, x);
+                             lanes::reg x[lanes::regs], t[lanes::regs];
+                             lanes::widen(bv, x);
                              if constexpr (Held)
-                               for (int j = 0; j < isa::regs; ++j) t[j] = held;
+                               for (int j = 0; j < lanes::regs; ++j) t[j] = held;
                              else
-                               isa::load(bt, t);
+                               lanes::load(bt, t);
                              finish(x, t, bo);
                            });
 }
@@ -166,13 +163,11 @@ template <bool Held, quantized_element T, class Finish>
 template <bool Held, rounding R, quantized_element T>
 inline void add_terms_span(input side, const T* v, const std::int32_t* terms, std::int32_t term, T* out, std::size_t n,
                            const add_regs<R>& k) noexcept {
-  using isa = lanes::isa;
   const lanes::reg offset = side == input::a ? k.offset1 : k.offset2;
   const lanes::scale_regs& scale = side == input::a ? k.input1 : k.input2;
   run_terms<Held>(v, terms, term, out, n, [&](lanes::reg* x, const lanes::reg* t, T* bo) {
-    for (int j = 0; j < isa::regs; ++j)
-      x[j] = add_output<R>(isa::add(add_scaled_input<R>(x[j], offset, scale), t[j]), k);
-    isa::template narrow<T>(bo, x);
+    for (int j = 0; j < lanes::regs; ++j) x[j] = add_output<R>(add_scaled_input<R>(x[j], offset, scale) + t[j], k);
+    lanes::narrow<T>(bo, x);
   });
 }
 
@@ -183,24 +178,23 @@ struct mul_regs {
   lanes::scale_regs output;
 
   explicit mul_regs(const reference::mul_params& p) noexcept
-      : offset1(lanes::isa::set1(p.input1_offset)),
-        offset2(lanes::isa::set1(p.input2_offset)),
-        output_offset(lanes::isa::set1(p.output_offset)),
-        clamp_min(lanes::isa::set1(p.clamp.min)),
-        clamp_max(lanes::isa::set1(p.clamp.max)),
+      : offset1(lanes::reg(p.input1_offset)),
+        offset2(lanes::reg(p.input2_offset)),
+        output_offset(lanes::reg(p.output_offset)),
+        clamp_min(lanes::reg(p.clamp.min)),
+        clamp_max(lanes::reg(p.clamp.max)),
         output(lanes::scale_regs::of(prepare_scale<R>(p.output_multiplier))) {}
 
   /// A product of offset inputs to its clamped output value, as reference::detail::mul_element (requantize: the
   /// zero-point add wraps as the scalar one does).
   [[gnu::always_inline]] lanes::reg operator()(lanes::reg product) const noexcept {
-    using isa = lanes::isa;
-    const lanes::reg raw = isa::add(
-        isa::template multiply<R>(product, output.multiplier, output.left_shift, output.right_shift), output_offset);
-    return isa::min(isa::max(raw, clamp_min), clamp_max);
+    const lanes::reg raw =
+        lanes::multiply<R>(product, output.multiplier, output.left_shift, output.right_shift) + output_offset;
+    return xsimd::min(xsimd::max(raw, clamp_min), clamp_max);
   }
 };
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__) && !defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX2 && !MOSAIQ_TARGET_AVX512
 #define MOSAIQ_MUL_FOLDED 1
 /// MUL's requantization with its two roundings folded into one floor (AVX2, exact). With P = (product << left) * M:
 /// SaturatingRoundingDoublingHighMul is Q = floor((P + 2^30) / 2^31) (M is never INT32_MIN, so it never saturates),
@@ -259,13 +253,12 @@ struct mul_folded_regs {
 template <quantized_element T, class Output>
 inline void mul_span(const T* a, const T* b, T* out, std::size_t n, lanes::reg offset1, lanes::reg offset2,
                      const Output& output) noexcept {
-  using isa = lanes::isa;
   run_blocks<true, false>(a, b, nullptr, out, n, [&](const T* va, const T* vb, const std::int32_t*, T* vo) {
-    lanes::reg x[isa::regs], y[isa::regs];
-    isa::widen(va, x);
-    isa::widen(vb, y);
-    for (int j = 0; j < isa::regs; ++j) x[j] = output(isa::mullo(isa::add(x[j], offset1), isa::add(y[j], offset2)));
-    isa::template narrow<T>(vo, x);
+    lanes::reg x[lanes::regs], y[lanes::regs];
+    lanes::widen(va, x);
+    lanes::widen(vb, y);
+    for (int j = 0; j < lanes::regs; ++j) x[j] = output((x[j] + offset1) * (y[j] + offset2));
+    lanes::narrow<T>(vo, x);
   });
 }
 
@@ -274,10 +267,9 @@ inline void mul_span(const T* a, const T* b, T* out, std::size_t n, lanes::reg o
 template <bool Held, quantized_element T, class Output>
 inline void mul_terms_span(const T* v, const std::int32_t* terms, std::int32_t term, T* out, std::size_t n,
                            lanes::reg offset, const Output& output) noexcept {
-  using isa = lanes::isa;
   run_terms<Held>(v, terms, term, out, n, [&](lanes::reg* x, const lanes::reg* t, T* bo) {
-    for (int j = 0; j < isa::regs; ++j) x[j] = output(isa::mullo(isa::add(x[j], offset), t[j]));
-    isa::template narrow<T>(bo, x);
+    for (int j = 0; j < lanes::regs; ++j) x[j] = output((x[j] + offset) * t[j]);
+    lanes::narrow<T>(bo, x);
   });
 }
 
@@ -289,17 +281,16 @@ struct rescale_regs {
 
 template <quantized_element T>
 [[gnu::always_inline]] inline void rescale_block(const T* in, T* out, const rescale_regs& k) noexcept {
-  using isa = lanes::isa;
-  lanes::reg v[isa::regs];
-  isa::widen(in, v);
-  for (int j = 0; j < isa::regs; ++j) {
+  lanes::reg v[lanes::regs];
+  lanes::widen(in, v);
+  for (int j = 0; j < lanes::regs; ++j) {
     // Two roundings, as the reference: the product, then the sum (no FMA; mosaiq builds with -ffp-contract=off).
-    const lanes::freg product = isa::fmul(isa::to_float(v[j]), k.scale);
-    const lanes::freg sum = isa::fadd(product, k.bias);
-    const lanes::reg value = isa::add(lanes::round_half_away(sum), k.zero_point);
-    v[j] = isa::min(isa::max(value, k.lo), k.hi);
+    const lanes::freg product = lanes::to_float(v[j]) * k.scale;
+    const lanes::freg sum = product + k.bias;
+    const lanes::reg value = lanes::round_half_away(sum) + k.zero_point;
+    v[j] = xsimd::min(xsimd::max(value, k.lo), k.hi);
   }
-  isa::template narrow<T>(out, v);
+  lanes::narrow<T>(out, v);
 }
 
 template <quantized_element T>
@@ -427,7 +418,7 @@ add_tables make_add_tables(const reference::add_params& p) {
   return tables;
 }
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512VBMI__) && defined(__AVX512BW__) && defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_AVX512_VBMI
 #define MOSAIQ_ADD_TABLES 1
 /// The table add on 64 elements per step: each byte plane is a 256-entry byte table in 4 zmm, looked up with two
 /// vpermi2b (index bits 0..6) and a blend on bit 7; the levels are added as 16-bit words, the carry is a byte compare
@@ -478,7 +469,7 @@ inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const 
   for (; i + 64 <= n; i += 64) add_table_block<T>(a + i, b + i, out + i, ~__mmask64{0}, k);
   if (i < n) add_table_block<T>(a + i, b + i, out + i, (std::uint64_t{1} << (n - i)) - 1, k);
 }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(MOSAIQ_LANES) && defined(__AVX512BW__)
+#elif MOSAIQ_TARGET_AVX512
 #define MOSAIQ_ADD_TABLES 1
 /// The table add on 16 elements per step with two dword gathers.
 struct add_table_regs {
@@ -509,7 +500,7 @@ inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const 
   for (; i + 16 <= n; i += 16) add_table_block<T>(a + i, b + i, out + i, __mmask16{0xffff}, k);
   if (i < n) add_table_block<T>(a + i, b + i, out + i, static_cast<__mmask16>((1u << (n - i)) - 1), k);
 }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(MOSAIQ_LANES) && defined(__AVX2__)
+#elif MOSAIQ_TARGET_AVX2
 #define MOSAIQ_ADD_TABLES 1
 /// The table add on 8 elements per step with two dword gathers; a tail below 8 runs the same formula in scalar code.
 struct add_table_regs {
@@ -541,7 +532,7 @@ inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const 
         std::clamp((k.first[static_cast<std::uint8_t>(a[i])] + k.second[static_cast<std::uint8_t>(b[i])]) >> 8,
                    k.clamp.min, k.clamp.max));
 }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(MOSAIQ_LANES) && defined(__aarch64__)
+#elif MOSAIQ_TARGET_NEON64
 #define MOSAIQ_ADD_TABLES 1
 /// The table add on 16 elements per step: each byte plane is looked up with one tbl and three tbx over 64-byte
 /// quarters, the levels are added as 16-bit words, the carry is a byte compare of the ranks, then a saturating
@@ -606,7 +597,7 @@ inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const 
 }
 #endif
 
-#if defined(MOSAIQ_ADD_TABLES) && defined(__AVX512BW__)
+#if defined(MOSAIQ_ADD_TABLES) && MOSAIQ_TARGET_AVX512
 #define MOSAIQ_ADD_TABLE_TERMS 1
 /// Broadcast add on the tables: out = clamp((table[v] + term) >> 8) for a run of one input (table: its own table)
 /// against the other input's entries, one per element (terms) or one for the run (Held); 16 elements per gather.
@@ -622,7 +613,7 @@ inline void add_table_terms_span(const T* v, const std::int32_t* table, const st
     _mm512_mask_cvtepi32_storeu_epi8(out + i, m, _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(sum, 8), lo), hi));
   }
 }
-#elif defined(MOSAIQ_ADD_TABLES) && defined(__AVX2__)
+#elif defined(MOSAIQ_ADD_TABLES) && MOSAIQ_TARGET_AVX2
 #define MOSAIQ_ADD_TABLE_TERMS 1
 /// Broadcast add on the tables (see the AVX-512 twin), 8 elements per gather, a scalar tail.
 template <bool Held, quantized_element T>
@@ -649,7 +640,7 @@ bool same_view(const A& a, const B& b) noexcept {
          a.batch() == b.batch() && a.pixel_stride() == b.pixel_stride();
 }
 
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
 /// A binary op's kernels as run_broadcast uses them: element-wise runs of both inputs (pair), the int32 term an
 /// element of one input contributes when it is held across a run of the other (term), and a run of one input against
 /// one term per element (with_terms) or one term for the whole run (with_term).
@@ -883,7 +874,7 @@ class add {
     if (!reference::detail::check_binary_views(a, b, out, reference::detail::add_view_names)) return;
     if (!require(params_.valid, errc::invalid_argument, "add: params were not built by a successful make_add_params"))
       return;
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
 #if defined(MOSAIQ_ADD_TABLE_TERMS)
     if (tables_)
       return detail::eltwise::run_broadcast(a, b, out, detail::eltwise::add_table_kernels<T>(*tables_, params_.clamp));
@@ -927,7 +918,7 @@ class mul {
     if (!require(valid(), errc::invalid_argument,
                  "mul: params were not built by a successful make_mul_params for this rounding mode"))
       return;
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
     detail::eltwise::run_broadcast(a, b, out, detail::eltwise::mul_kernels<R, T>(params_));
 #else
     reference::mul<R, T>(a, b, out, params_);
@@ -993,11 +984,11 @@ struct concat_fn {
         continue;
       }
       const reference::detail::concat_rescale rescale(input.quant, out_quant);
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
       if (std::isfinite(rescale.scale) && std::isfinite(rescale.bias)) {
-        using isa = lanes::isa;
-        const rescale_regs k{isa::fset1(rescale.scale), isa::fset1(rescale.bias), isa::set1(rescale.output_zero_point),
-                             isa::set1(element_traits<T>::min), isa::set1(element_traits<T>::max)};
+        const rescale_regs k{lanes::freg(rescale.scale), lanes::freg(rescale.bias),
+                             lanes::reg(rescale.output_zero_point), lanes::reg(element_traits<T>::min),
+                             lanes::reg(element_traits<T>::max)};
         if (flat) {
           rescale_span<T>(input.view.data(), slice.data(), flat_count, k);
           continue;

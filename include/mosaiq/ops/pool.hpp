@@ -5,7 +5,7 @@
 //   mosaiq::global_average_pool<mosaiq::rounding::tflite_reference, mosaiq::u8>(in, out, in_quant, out_quant);
 //
 // Same signatures and contracts as the reference ops. Channels run in vectors over each output pixel's in-image
-// taps; average and global pool widen blocks of 16 to int32 (ops/detail/lanes.hpp), a tail on a copy of the taps:
+// taps; average and global pool widen blocks of 16 to int32 (simd/lanes.hpp), a tail on a copy of the taps:
 //   max      on the bytes themselves (64 channels per zmm, 32 per ymm, 16 per q register; partial vectors masked
 //            or copied): the whole window's max in one register, then the activation clamp; the full 2x2 and 3x3
 //            windows are unrolled at compile time;
@@ -30,8 +30,9 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
-#include "mosaiq/ops/detail/lanes.hpp"
 #include "mosaiq/reference/pool.hpp"
+#include "mosaiq/simd/lanes.hpp"
+#include "mosaiq/simd/target.hpp"
 
 namespace mosaiq {
 
@@ -43,7 +44,7 @@ namespace detail::pooling {
 /// Largest window the vector average pool takes: 4096 * 255 + 2048 stays below 2^24 (exact float numerators).
 inline constexpr int max_vector_average_taps = 4096;
 
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
 /// Average pool: channels [c, c + 16) of one output pixel from the window's taps (summed in int32, divided exactly);
 /// `in` points at channel c of pixel (y_begin, x_begin), `channels` = 16 or fewer (then the taps are copied into a
 /// zero-padded block first).
@@ -51,41 +52,40 @@ template <quantized_element T>
 [[gnu::always_inline]] inline void window_block(const T* in, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows,
                                                 int cols, T* out, int channels, const lanes::divisor_regs& divisor,
                                                 lanes::reg lo, lanes::reg hi) noexcept {
-  using isa = lanes::isa;
-  lanes::reg acc[isa::regs], tap[isa::regs];
+  lanes::reg acc[lanes::regs], tap[lanes::regs];
   const bool partial = channels < lanes::block;
   const auto load = [&](const T* p, lanes::reg* r) {
     if (partial) {
       T copy[lanes::block] = {};
       std::memcpy(copy, p, static_cast<std::size_t>(channels) * sizeof(T));
-      isa::template widen<T>(copy, r);
+      lanes::widen<T>(copy, r);
     } else {
-      isa::template widen<T>(p, r);
+      lanes::widen<T>(p, r);
     }
   };
   load(in, acc);
   for (int y = 0; y < rows; ++y)
     for (int x = y == 0 ? 1 : 0; x < cols; ++x) {
       load(in + y * row + x * pixel, tap);
-      for (int j = 0; j < isa::regs; ++j) acc[j] = isa::add(acc[j], tap[j]);
+      for (int j = 0; j < lanes::regs; ++j) acc[j] += tap[j];
     }
-  for (int j = 0; j < isa::regs; ++j) {
+  for (int j = 0; j < lanes::regs; ++j) {
     acc[j] = lanes::rounded_divide(acc[j], divisor);
-    acc[j] = isa::min(isa::max(acc[j], lo), hi);
+    acc[j] = xsimd::min(xsimd::max(acc[j], lo), hi);
   }
   if (partial) {
     T result[lanes::block];
-    isa::template narrow<T>(result, acc);
+    lanes::narrow<T>(result, acc);
     std::memcpy(out, result, static_cast<std::size_t>(channels) * sizeof(T));
   } else {
-    isa::template narrow<T>(out, acc);
+    lanes::narrow<T>(out, acc);
   }
 }
 
 template <quantized_element T>
 void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
                       const window_geometry& geometry, clamp_range clamp) noexcept {
-  const lanes::reg lo = lanes::isa::set1(clamp.min), hi = lanes::isa::set1(clamp.max);
+  const lanes::reg lo(clamp.min), hi(clamp.max);
   const int channels = out.channels();
   lanes::divisor_regs divisor = lanes::divisor_regs::of(1);
   int divisor_taps = 1;
@@ -114,7 +114,7 @@ void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out,
 /// Max pool on the 8-bit values themselves (max is exact in any width): a vector of channels per step (64 on
 /// AVX-512, 32 on AVX2 and for 32-channel chunks on AVX-512, 16 on NEON), the whole window's max kept in one register,
 /// then the activation clamp. Each ops struct gives full-width load/store, partial (n < width) ones, max and min.
-#if defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
 struct bytes256 {
   using vec = __m256i;
   static constexpr int width = 32;
@@ -131,7 +131,7 @@ struct bytes256 {
   static vec set1(std::int32_t v) noexcept { return _mm256_set1_epi8(static_cast<char>(v)); }
 };
 #endif
-#if defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512
 struct bytes512 {
   using vec = __m512i;
   static constexpr int width = 64;
@@ -150,7 +150,7 @@ struct bytes512 {
   static vec set1(std::int32_t v) noexcept { return _mm512_set1_epi8(static_cast<char>(v)); }
 };
 using bytes_wide = bytes512;
-#elif defined(__AVX2__)
+#elif MOSAIQ_TARGET_AVX2
 /// Partial vectors through a zero-padded copy.
 struct bytes_wide : bytes256 {
   using bytes256::load;
@@ -235,7 +235,7 @@ inline void max_pixel(const T* first, std::ptrdiff_t pixel, std::ptrdiff_t row, 
   int c = 0;
   for (; c + bytes_wide::width <= channels; c += bytes_wide::width)
     max_window<bytes_wide, true, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, 0, clamp.min, clamp.max);
-#if defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512
   if (c + bytes256::width <= channels) {  // 32 channels: a full ymm rather than a masked zmm
     max_window<bytes256, true, Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, 0, clamp.min, clamp.max);
     c += bytes256::width;
@@ -275,29 +275,28 @@ inline constexpr int sum_blocks = 4;
 /// [c, c + channels), 1 <= channels <= sum_blocks * lanes::block; a partial last block goes through a copy.
 template <quantized_element T>
 inline void channel_sums(const tensor_view<const T>& in, int n, int c, int channels, std::int32_t* sums) noexcept {
-  using isa = lanes::isa;
   const int full = channels / lanes::block, rest = channels % lanes::block;
-  lanes::reg acc[sum_blocks][isa::regs], tap[isa::regs];
+  lanes::reg acc[sum_blocks][lanes::regs], tap[lanes::regs];
   for (int b = 0; b < sum_blocks; ++b)
-    for (int j = 0; j < isa::regs; ++j) acc[b][j] = isa::zero();
+    for (int j = 0; j < lanes::regs; ++j) acc[b][j] = lanes::reg(0);
   for (int y = 0; y < in.height(); ++y)
     for (int x = 0; x < in.width(); ++x) {
       const T* p = in.pixel(n, y, x) + c;
       for (int b = 0; b < sum_blocks; ++b) {
         if (b < full) {
-          isa::template widen<T>(p + b * lanes::block, tap);
+          lanes::widen<T>(p + b * lanes::block, tap);
         } else if (b == full && rest > 0) {
           T copy[lanes::block] = {};
           std::memcpy(copy, p + b * lanes::block, static_cast<std::size_t>(rest) * sizeof(T));
-          isa::template widen<T>(copy, tap);
+          lanes::widen<T>(copy, tap);
         } else {
           break;
         }
-        for (int j = 0; j < isa::regs; ++j) acc[b][j] = isa::add(acc[b][j], tap[j]);
+        for (int j = 0; j < lanes::regs; ++j) acc[b][j] += tap[j];
       }
     }
   alignas(64) std::int32_t all[sum_blocks * lanes::block];
-  std::memcpy(all, acc, sizeof all);
+  for (int b = 0; b < sum_blocks; ++b) lanes::store(all + b * lanes::block, acc[b]);
   std::memcpy(sums, all, static_cast<std::size_t>(channels) * sizeof(std::int32_t));
 }
 #endif
@@ -313,7 +312,7 @@ namespace detail::pooling {
 template <quantized_element T>
 struct max_pool_fn {
   void operator()(tensor_view<const T> in, tensor_view<T> out, const pool_params& params, quant_params quant) const {
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
     const std::optional<window_geometry> geometry = reference::detail::resolve_pool(in, out, params);
     if (!geometry) return;
     const std::optional<clamp_range> clamp = reference::detail::pool_clamp<T>(params.act, quant);
@@ -329,7 +328,7 @@ struct max_pool_fn {
 template <quantized_element T>
 struct average_pool_fn {
   void operator()(tensor_view<const T> in, tensor_view<T> out, const pool_params& params, quant_params quant) const {
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
     if (std::int64_t{params.kernel.h} * params.kernel.w <= detail::pooling::max_vector_average_taps) {
       const std::optional<window_geometry> geometry = reference::detail::resolve_pool(in, out, params);
       if (!geometry) return;
@@ -346,23 +345,22 @@ struct average_pool_fn {
 
 template <rounding R, quantized_element T>
 struct global_average_pool_fn {
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
   /// The MEAN recipe on up to 16 channel sums (entries past `count` are ignored): the multiplier in vectors, then the
   /// rounded division in vectors while every |scaled| + divisor/2 < 2^24 (lanes::rounded_divide's exact range),
   /// else per channel as the reference does.
   static void finish_block(const std::int32_t* sums, int count, std::int32_t offset_total, requant_scale scale,
                            const global_pool_params& params, T* target) noexcept {
-    using isa = detail::lanes::isa;
-    constexpr int block = detail::lanes::block;
-    const detail::lanes::scale_regs multiplier = detail::lanes::scale_regs::of(scale);
-    detail::lanes::reg v[isa::regs];
-    std::memcpy(v, sums, sizeof v);
+    constexpr int block = lanes::block;
+    const lanes::scale_regs multiplier = lanes::scale_regs::of(scale);
+    lanes::reg v[lanes::regs];
+    lanes::load(sums, v);
     bool small = true;
-    for (int j = 0; j < isa::regs; ++j)
-      v[j] = isa::template multiply<R>(isa::sub(v[j], isa::set1(offset_total)), multiplier.multiplier,
-                                       multiplier.left_shift, multiplier.right_shift);
+    for (int j = 0; j < lanes::regs; ++j)
+      v[j] = lanes::multiply<R>(v[j] - lanes::reg(offset_total), multiplier.multiplier, multiplier.left_shift,
+                                multiplier.right_shift);
     alignas(64) std::int32_t scaled[block];
-    std::memcpy(scaled, v, sizeof scaled);
+    lanes::store(scaled, v);
     const std::int64_t limit = (std::int64_t{1} << 24) - params.divisor / 2;
     for (int j = 0; j < count; ++j) small = small && std::abs(std::int64_t{scaled[j]}) < limit;
     if (!small) {
@@ -371,16 +369,15 @@ struct global_average_pool_fn {
             saturate_cast<T>(reference::detail::rounded_divide(scaled[j], params.divisor) + params.output_offset);
       return;
     }
-    const detail::lanes::divisor_regs divisor = detail::lanes::divisor_regs::of(params.divisor);
-    const detail::lanes::reg lo = isa::set1(element_traits<T>::min), hi = isa::set1(element_traits<T>::max);
-    for (int j = 0; j < isa::regs; ++j)
-      v[j] = isa::min(
-          isa::max(isa::add(detail::lanes::rounded_divide(v[j], divisor), isa::set1(params.output_offset)), lo), hi);
+    const lanes::divisor_regs divisor = lanes::divisor_regs::of(params.divisor);
+    const lanes::reg lo(element_traits<T>::min), hi(element_traits<T>::max), output_offset(params.output_offset);
+    for (int j = 0; j < lanes::regs; ++j)
+      v[j] = xsimd::min(xsimd::max(lanes::rounded_divide(v[j], divisor) + output_offset, lo), hi);
     if (count == block) {
-      isa::template narrow<T>(target, v);
+      lanes::narrow<T>(target, v);
     } else {
       T result[block];
-      isa::template narrow<T>(result, v);
+      lanes::narrow<T>(result, v);
       std::memcpy(target, result, static_cast<std::size_t>(count) * sizeof(T));
     }
   }
@@ -405,15 +402,14 @@ struct global_average_pool_fn {
     for (int n = 0; n < in.batch(); ++n) {
       T* target = out.pixel(n, 0, 0);
       int c = 0;
-#if defined(MOSAIQ_LANES)
-      constexpr int group = detail::pooling::sum_blocks * detail::lanes::block;
+#if MOSAIQ_TARGET_SIMD
+      constexpr int group = detail::pooling::sum_blocks * lanes::block;
       for (; c < in.channels(); c += group) {
         const int count = std::min(group, in.channels() - c);
         alignas(64) std::int32_t sums[group];
         channel_sums<T>(in, n, c, count, sums);
-        for (int j = 0; j < count; j += detail::lanes::block)
-          finish_block(sums + j, std::min(detail::lanes::block, count - j), offset_total, scale, params,
-                       target + c + j);
+        for (int j = 0; j < count; j += lanes::block)
+          finish_block(sums + j, std::min(lanes::block, count - j), offset_total, scale, params, target + c + j);
       }
 #endif
       for (; c < in.channels(); ++c) {

@@ -73,10 +73,11 @@
 #include "mosaiq/ops/detail/byte_table.hpp"
 #include "mosaiq/reference/resize.hpp"
 #include "mosaiq/simd/arch.hpp"
+#include "mosaiq/simd/target.hpp"
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__AVX512BW__))
+#if MOSAIQ_TARGET_AVX2
 #include <immintrin.h>
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON)
+#elif MOSAIQ_TARGET_NEON
 #include <arm_neon.h>
 #endif
 
@@ -140,7 +141,7 @@ inline void scalar_pixels(const row_pass& r, int x_begin, int x_end, int c_begin
 
 // Byte-vector operations per ISA: `reg` holds bytes, `wide_reg` 16-bit lanes. widen_lo/widen_hi and narrow are
 // inverse lane orders (in-lane on AVX2/AVX-512), which is all the arithmetic below needs.
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
 struct sse_ops {
   using reg = __m128i;
   using wide_reg = __m128i;
@@ -229,7 +230,7 @@ struct avx2_ops {
   }
 };
 
-#if defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512
 struct avx512_ops {
   using reg = __m512i;
   using wide_reg = __m512i;
@@ -271,7 +272,7 @@ struct avx512_ops {
   }
 };
 #endif
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON)
+#elif MOSAIQ_TARGET_NEON
 struct neon_ops {
   using reg = uint8x16_t;
   using wide_reg = uint16x8_t;
@@ -460,19 +461,18 @@ struct vector_kernels {
   }
 };
 
-#if defined(MOSAIQ_FORCE_SCALAR)
-#elif defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512
 template <resize_mode M, byte F>
 using widest = vector_kernels<avx512_ops, M, F>;
-#elif defined(__AVX2__)
+#elif MOSAIQ_TARGET_AVX2
 template <resize_mode M, byte F>
 using widest = vector_kernels<avx2_ops, M, F>;
-#elif defined(__ARM_NEON)
+#elif MOSAIQ_TARGET_NEON
 template <resize_mode M, byte F>
 using widest = vector_kernels<neon_ops, M, F>;
 #endif
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+#if MOSAIQ_TARGET_SIMD
 template <resize_mode Mode, byte Flip, int G>
 inline void dense_row_with_edges(const row_pass& r) noexcept {
   // Half-pixel reads the left neighbour, so pixel 0 (clamped) goes through the scalar twin.
@@ -480,10 +480,10 @@ inline void dense_row_with_edges(const row_pass& r) noexcept {
   scalar_pixels<Mode, Flip>(r, 0, head, 0, G);
   int done = widest<Mode, Flip>::template dense_row<G>(r, head);
   // Rows too short for the widest vector (e.g. 64 bytes on AVX-512) continue with narrower ones.
-#if defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512
   done = vector_kernels<avx2_ops, Mode, Flip>::template dense_row<G>(r, done);
 #endif
-#if defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
   done = vector_kernels<sse_ops, Mode, Flip>::template dense_row<G>(r, done);
 #endif
   scalar_pixels<Mode, Flip>(r, done, r.width, 0, G);
@@ -493,7 +493,7 @@ inline void dense_row_with_edges(const row_pass& r) noexcept {
 
 template <resize_mode Mode, byte Flip>
 inline void run_row(const row_pass& r, bool dense) noexcept {
-#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+#if MOSAIQ_TARGET_SIMD
   {
     if (dense) {
       switch (r.channels) {
@@ -512,10 +512,10 @@ inline void run_row(const row_pass& r, bool dense) noexcept {
       }
     }
     int c = widest<Mode, Flip>::pixel_blocks(r, 0);
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512
     c = vector_kernels<avx2_ops, Mode, Flip>::pixel_blocks(r, c);
 #endif
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
     c = vector_kernels<sse_ops, Mode, Flip>::pixel_blocks(r, c);
 #endif
     scalar_pixels<Mode, Flip>(r, 0, r.width, c, r.channels);
@@ -563,7 +563,7 @@ void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out) 
       T* first = out.pixel(n, S * y, 0);
       if (channels == 0) continue;
       int done = 0;
-#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+#if MOSAIQ_TARGET_SIMD
       if constexpr (S == 2) {
         // Replicating each pixel is interleaving the row with itself.
         if (dense) {
@@ -669,7 +669,7 @@ struct flat_table {
 // the sums below must add the products exactly as rounded to float32, and GCC contracts a multiply feeding an add
 // into an FMA whenever FMA is enabled (-ffp-contract=fast is its default in GNU mode, also for intrinsics, which are
 // plain vector arithmetic to it). The barrier makes that contraction impossible whatever flags the user builds with.
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512
 struct avx512_float {
   using vf = __m512;
   static constexpr int lanes = 16;
@@ -737,7 +737,7 @@ struct avx512_float {
 };
 #endif
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
 struct avx2_float {
   using vf = __m256;
   static constexpr int lanes = 8;
@@ -804,7 +804,7 @@ struct avx2_float {
     for (; i < count; ++i) dst[i] = static_cast<float>(src[i]) * w;
   }
 };
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON)
+#elif MOSAIQ_TARGET_NEON
 struct neon_float {
   using vf = float32x4_t;
   static constexpr int lanes = 4;
@@ -836,7 +836,7 @@ struct neon_float {
   template <class T>
   static std::uint32_t narrowed(vf sum) noexcept {
     const vf half_up = vaddq_f32(sum, vdupq_n_f32(0.5f));
-#if defined(__aarch64__)
+#if MOSAIQ_TARGET_NEON64
     const int32x4_t v = vcvtmq_s32_f32(half_up);
 #else
     // ARMv7 converts toward zero only: one less where that rounded up (negative non-integers).
@@ -883,22 +883,20 @@ struct neon_float {
 };
 #endif
 
-#if defined(MOSAIQ_FORCE_SCALAR)
-inline constexpr bool has_kernel = false;
-#elif defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512
 inline constexpr bool has_kernel = true;
 using float_ops = avx512_float;
-#elif defined(__AVX2__)
+#elif MOSAIQ_TARGET_AVX2
 inline constexpr bool has_kernel = true;
 using float_ops = avx2_float;
-#elif defined(__ARM_NEON)
+#elif MOSAIQ_TARGET_NEON
 inline constexpr bool has_kernel = true;
 using float_ops = neon_float;
 #else
 inline constexpr bool has_kernel = false;
 #endif
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+#if MOSAIQ_TARGET_SIMD
 template <quantized_element T>
 class kernel {
   using F = float_ops;
@@ -1095,7 +1093,7 @@ void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out, row_ban
   }
   if constexpr (Mode != resize_mode::align_corners) {
     if (out.height() == 2 * in.height() && out.width() == 2 * in.width()) {
-#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+#if MOSAIQ_TARGET_SIMD
       // The 2x kernels vectorize 16+ channels and dense rows of 1, 2, 4 or 8; with other channel counts they run the
       // scalar twin on every channel (or tail) and the float kernel is 2-4x faster (same results).
       const int c = in.channels();
@@ -1109,7 +1107,7 @@ void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out, row_ban
 #endif
     }
   }
-#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__ARM_NEON))
+#if MOSAIQ_TARGET_SIMD
   any_ratio::kernel<T>::run(in, out, Mode, rows);
 #else
   reference::resize_bilinear<T>(in, out, Mode);

@@ -18,7 +18,7 @@
 // Pixels are processed as byte pairs of dense views (the lookups produce interleaved out0/out1 directly); strided
 // views go pixel by pixel through the scalar twin.
 //
-// Other channel counts (every ISA with 32-bit lanes, ops/detail/lanes.hpp; scalar builds call reference::softmax):
+// Other channel counts (every ISA with 32-bit lanes, simd/lanes.hpp; scalar builds call reference::softmax):
 //   1..32 channels   16 pixels per block, one int32 lane per pixel (vectorized across pixels, not across the tiny
 //                    channel axis): channels transposed through a byte buffer, lane max, exp entries gathered
 //                    (vpgatherdd on AVX-512/AVX2, scalar loads on NEON) and summed (< 2^30), then
@@ -51,15 +51,14 @@
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/detail/byte_table.hpp"
-#include "mosaiq/ops/detail/lanes.hpp"
+#include "mosaiq/ops/softmax/avx2.hpp"
+#include "mosaiq/ops/softmax/avx512.hpp"
+#include "mosaiq/ops/softmax/neon.hpp"
+#include "mosaiq/ops/softmax/pair_table.hpp"
 #include "mosaiq/reference/softmax.hpp"
 #include "mosaiq/simd/arch.hpp"
-
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
-#include <immintrin.h>
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON) && defined(__aarch64__)
-#include <arm_neon.h>
-#endif
+#include "mosaiq/simd/lanes.hpp"
+#include "mosaiq/simd/target.hpp"
 
 namespace mosaiq {
 
@@ -71,32 +70,8 @@ struct softmax_config {
 
 namespace detail::probability {
 
-using byte = std::uint8_t;
-
-/// The two-class table and its clamp window, in the layouts the lookups need.
-struct pair_table {
-  std::array<byte, 511> by_index{};  // reference out0 of a pair with x0 - x1 = index - 255, as output bytes
-  int first = 0;                     // clamping an index to [first, last] changes no entry it reads
-  int last = 510;
-  alignas(64) std::array<byte, 512> window{};            // by_index[min(first + k, last)]
-  alignas(32) std::array<byte, 8 * 32> pshufb_deltas{};  // AVX2: 16-byte chunk k of window XOR chunk k-1, twice
-
-  int window_size() const noexcept { return last - first + 1; }
-
-  void finish() noexcept {
-    first = 0;
-    while (first < 510 && by_index[static_cast<std::size_t>(first) + 1] == by_index[0]) ++first;
-    last = 510;
-    while (last > first && by_index[static_cast<std::size_t>(last) - 1] == by_index[510]) --last;
-    for (int k = 0; k < 512; ++k)
-      window[static_cast<std::size_t>(k)] = by_index[static_cast<std::size_t>(std::min(first + k, last))];
-    for (std::size_t k = 0; k < 8; ++k)
-      for (std::size_t j = 0; j < 16; ++j) {
-        const byte delta = static_cast<byte>(window[16 * k + j] ^ (k > 0 ? window[16 * (k - 1) + j] : 0));
-        pshufb_deltas[32 * k + j] = pshufb_deltas[32 * k + 16 + j] = delta;
-      }
-  }
-};
+using softmax_pairs::byte;
+using softmax_pairs::pair_table;
 
 /// The scalar twin over `pixels` pairs at `in` (element type T, so d needs no flip).
 template <quantized_element T>
@@ -108,111 +83,6 @@ inline void pairs_scalar(const pair_table& table, const T* in, T* out, std::size
   }
 }
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512VBMI__) && defined(__AVX512BW__)
-/// 32 pairs per 64-byte vector: u16 lanes hold (x0, x1); byte 0 of the index vector selects out0, byte 1 out1.
-template <bool OneLookup>
-inline void pairs_vbmi(const pair_table& table, const byte* in, byte* out, std::size_t pixels, byte flip) noexcept {
-  const __m512i flip_bytes = _mm512_set1_epi8(static_cast<char>(flip));
-  const __m512i low_byte = _mm512_set1_epi16(0xff), bias = _mm512_set1_epi16(255);
-  const __m512i first = _mm512_set1_epi16(static_cast<short>(table.first));
-  const __m512i last = _mm512_set1_epi16(static_cast<short>(table.last));
-  __m512i t[8];
-  for (int k = 0; k < 8; ++k) t[k] = _mm512_load_si512(table.window.data() + 64 * k);
-  const auto lookup = [&](__m512i pairs) noexcept {
-    pairs = _mm512_xor_si512(pairs, flip_bytes);
-    const __m512i x0 = _mm512_and_si512(pairs, low_byte), x1 = _mm512_srli_epi16(pairs, 8);
-    const auto window_index = [&](__m512i self, __m512i other) noexcept {
-      const __m512i index = _mm512_sub_epi16(_mm512_add_epi16(self, bias), other);
-      return _mm512_sub_epi16(_mm512_min_epu16(_mm512_max_epu16(index, first), last), first);
-    };
-    const __m512i i0 = window_index(x0, x1), i1 = window_index(x1, x0);
-    const __m512i bytes = _mm512_or_si512(_mm512_and_si512(i0, low_byte), _mm512_slli_epi16(i1, 8));
-    __m512i result = _mm512_permutex2var_epi8(t[0], bytes, t[1]);
-    if constexpr (!OneLookup) {
-      const __m512i quarter = _mm512_or_si512(_mm512_srli_epi16(i0, 7), _mm512_slli_epi16(_mm512_srli_epi16(i1, 7), 8));
-      for (int q = 1; q < 4; ++q) {
-        const __mmask64 in_quarter = _mm512_cmpeq_epi8_mask(quarter, _mm512_set1_epi8(static_cast<char>(q)));
-        result = _mm512_mask_blend_epi8(in_quarter, result, _mm512_permutex2var_epi8(t[2 * q], bytes, t[2 * q + 1]));
-      }
-    }
-    return result;
-  };
-  const std::size_t bytes = 2 * pixels;
-  std::size_t j = 0;
-  for (; j + 64 <= bytes; j += 64) _mm512_storeu_si512(out + j, lookup(_mm512_loadu_si512(in + j)));
-  if (j < bytes) {  // masked: touches nothing past the views
-    const __mmask64 mask = ~std::uint64_t{0} >> (64 - (bytes - j));
-    _mm512_mask_storeu_epi8(out + j, mask, lookup(_mm512_maskz_loadu_epi8(mask, in + j)));
-  }
-}
-#endif
-
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
-/// 16 pairs per 32-byte vector, window of at most 128 entries; returns the pixels done.
-inline std::size_t pairs_avx2(const pair_table& table, const byte* in, byte* out, std::size_t pixels,
-                              byte flip) noexcept {
-  const __m256i flip_bytes = _mm256_set1_epi8(static_cast<char>(flip));
-  const __m256i low_byte = _mm256_set1_epi16(0xff), bias = _mm256_set1_epi16(255);
-  const __m256i first = _mm256_set1_epi16(static_cast<short>(table.first));
-  const __m256i last = _mm256_set1_epi16(static_cast<short>(table.last));
-  const int chunks = (table.window_size() + 15) / 16;
-  const std::size_t bytes = 2 * pixels;
-  std::size_t j = 0;
-  for (; j + 32 <= bytes; j += 32) {
-    const __m256i pairs = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j)), flip_bytes);
-    const __m256i x0 = _mm256_and_si256(pairs, low_byte), x1 = _mm256_srli_epi16(pairs, 8);
-    const __m256i i0 = _mm256_sub_epi16(_mm256_add_epi16(x0, bias), x1);
-    const __m256i i1 = _mm256_sub_epi16(_mm256_add_epi16(x1, bias), x0);
-    const __m256i w0 = _mm256_sub_epi16(_mm256_min_epu16(_mm256_max_epu16(i0, first), last), first);
-    const __m256i w1 = _mm256_sub_epi16(_mm256_min_epu16(_mm256_max_epu16(i1, first), last), first);
-    const __m256i index = _mm256_or_si256(w0, _mm256_slli_epi16(w1, 8));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j),
-                        detail::telescoped_lookup(table.pshufb_deltas.data(), chunks, index));
-  }
-  return j / 2;
-}
-#endif
-
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON) && defined(__aarch64__)
-/// 16 pairs per iteration (vld2q deinterleaves x0 / x1); returns the pixels done.
-inline std::size_t pairs_neon(const pair_table& table, const byte* in, byte* out, std::size_t pixels,
-                              byte flip) noexcept {
-  const uint8x16_t flip_bytes = vdupq_n_u8(flip);
-  const uint16x8_t bias = vdupq_n_u16(255), first = vdupq_n_u16(static_cast<std::uint16_t>(table.first));
-  const uint16x8_t last = vdupq_n_u16(static_cast<std::uint16_t>(table.last));
-  const int chunks = (table.window_size() + 63) / 64;
-  const auto window_index = [&](uint8x8_t self, uint8x8_t other) noexcept {
-    const uint16x8_t index = vaddq_u16(vsubl_u8(self, other), bias);  // wraps mod 2^16 to 255 + d
-    return vsubq_u16(vminq_u16(vmaxq_u16(index, first), last), first);
-  };
-  const auto lookup = [&](uint16x8_t lo, uint16x8_t hi) noexcept {
-    uint8x16_t result = vdupq_n_u8(0);
-    for (int k = 0; k < chunks; ++k) {
-      const byte* base = table.window.data() + 64 * k;
-      const uint8x16x4_t entries{{vld1q_u8(base), vld1q_u8(base + 16), vld1q_u8(base + 32), vld1q_u8(base + 48)}};
-      const uint16x8_t offset = vdupq_n_u16(static_cast<std::uint16_t>(64 * k));
-      // Indices below 64k wrap to large u16 values and saturate to 255: out of range, the entry is kept.
-      const uint8x16_t local = vcombine_u8(vqmovn_u16(vsubq_u16(lo, offset)), vqmovn_u16(vsubq_u16(hi, offset)));
-      result = vqtbx4q_u8(result, entries, local);
-    }
-    return result;
-  };
-  std::size_t i = 0;
-  for (; i + 16 <= pixels; i += 16) {
-    uint8x16x2_t pairs = vld2q_u8(in + 2 * i);
-    const uint8x16_t x0 = veorq_u8(pairs.val[0], flip_bytes), x1 = veorq_u8(pairs.val[1], flip_bytes);
-    const uint16x8_t i0_lo = window_index(vget_low_u8(x0), vget_low_u8(x1));
-    const uint16x8_t i0_hi = window_index(vget_high_u8(x0), vget_high_u8(x1));
-    const uint16x8_t i1_lo = window_index(vget_low_u8(x1), vget_low_u8(x0));
-    const uint16x8_t i1_hi = window_index(vget_high_u8(x1), vget_high_u8(x0));
-    pairs.val[0] = lookup(i0_lo, i0_hi);
-    pairs.val[1] = lookup(i1_lo, i1_hi);
-    vst2q_u8(out + 2 * i, pairs);
-  }
-  return i;
-}
-#endif
-
 /// Two-class softmax over `pixels` dense pairs.
 template <quantized_element T>
 inline void pairs_dense(const pair_table& table, const T* in, T* out, std::size_t pixels) noexcept {
@@ -220,16 +90,16 @@ inline void pairs_dense(const pair_table& table, const T* in, T* out, std::size_
   [[maybe_unused]] const auto* in_bytes = reinterpret_cast<const byte*>(in);
   [[maybe_unused]] auto* out_bytes = reinterpret_cast<byte*>(out);
   std::size_t done = 0;
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512VBMI__) && defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512_VBMI
   if (table.window_size() <= 128)
-    pairs_vbmi<true>(table, in_bytes, out_bytes, pixels, flip);
+    softmax_pairs::pairs_vbmi<true>(table, in_bytes, out_bytes, pixels, flip);
   else
-    pairs_vbmi<false>(table, in_bytes, out_bytes, pixels, flip);
+    softmax_pairs::pairs_vbmi<false>(table, in_bytes, out_bytes, pixels, flip);
   done = pixels;
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
-  if (table.window_size() <= 128) done = pairs_avx2(table, in_bytes, out_bytes, pixels, flip);
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON) && defined(__aarch64__)
-  done = pairs_neon(table, in_bytes, out_bytes, pixels, flip);
+#elif MOSAIQ_TARGET_AVX2
+  if (table.window_size() <= 128) done = softmax_pairs::pairs_avx2(table, in_bytes, out_bytes, pixels, flip);
+#elif MOSAIQ_TARGET_NEON64
+  done = softmax_pairs::pairs_neon(table, in_bytes, out_bytes, pixels, flip);
 #endif
   pairs_scalar<T>(table, in + 2 * done, out + 2 * done, pixels - done);
 }
@@ -304,76 +174,34 @@ struct log_softmax_row {
       : log_sum(reference::log_softmax_params::log_sum(sum)), cutoff_index(params.cutoff(log_sum) + 255) {}
 };
 
-#if defined(MOSAIQ_LANES)
+#if MOSAIQ_TARGET_SIMD
 inline constexpr bool has_lanes = true;
 namespace vec {
 using lanes::freg;
-using lanes::isa;
 using lanes::reg;
-constexpr int regs = isa::regs;
+using lanes::regs;
 
-[[gnu::always_inline]] inline void store(std::uint32_t* p, reg a) noexcept {
-#if defined(__AVX512F__)
-  _mm512_storeu_si512(p, a);
-#elif defined(__AVX2__)
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), a);
-#else
-  vst1q_s32(reinterpret_cast<std::int32_t*>(p), a);
-#endif
-}
-
-/// Table entries at 16 indices in [0, 255]: gathers on x86, scalar loads on NEON.
+/// Table entries at 16 indices in [0, 255].
 [[gnu::always_inline]] inline void gather(const std::uint32_t* table, const reg* index, reg* entries) noexcept {
-#if defined(__AVX512F__)
-  entries[0] = _mm512_i32gather_epi32(index[0], table, 4);
-#elif defined(__AVX2__)
-  for (int r = 0; r < regs; ++r) entries[r] = _mm256_i32gather_epi32(reinterpret_cast<const int*>(table), index[r], 4);
-#else
-  alignas(16) std::int32_t at[16], values[16];
-  for (int r = 0; r < regs; ++r) vst1q_s32(at + 4 * r, index[r]);
-  for (int i = 0; i < 16; ++i) values[i] = static_cast<std::int32_t>(table[at[i]]);
-  for (int r = 0; r < regs; ++r) entries[r] = vld1q_s32(values + 4 * r);
-#endif
-}
-
-/// a >> 1 (logical) for a >= 0.
-[[gnu::always_inline]] inline reg half(reg a) noexcept {
-#if defined(__AVX512F__)
-  return _mm512_srli_epi32(a, 1);
-#elif defined(__AVX2__)
-  return _mm256_srli_epi32(a, 1);
-#else
-  return vshrq_n_s32(a, 1);
-#endif
-}
-
-/// 1 / float(d) for d > 0 (any correctly rounded division: the remainder step below makes the quotient exact).
-[[gnu::always_inline]] inline freg reciprocal(reg d) noexcept {
-#if defined(__AVX512F__)
-  return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(d));
-#elif defined(__AVX2__)
-  return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_cvtepi32_ps(d));
-#elif defined(__aarch64__)
-  return vdivq_f32(vdupq_n_f32(1.0f), vcvtq_f32_s32(d));
-#else
-  alignas(16) float v[4];
-  vst1q_f32(v, vcvtq_f32_s32(d));
-  for (float& x : v) x = 1.0f / x;
-  return vld1q_f32(v);
-#endif
+  for (int r = 0; r < regs; ++r) entries[r] = lanes::gather(table, index[r]);
 }
 
 /// The reference's min(255, (e * 256 + h) / d) with h = d / 2, exactly, for 0 <= e <= d < 2^30: the float quotient
 /// is within 2^-21 relative of the exact one (so off by at most one after truncation), and the remainder
 /// n - q * d, exact mod 2^32 and inside (-2^30, 2^31), corrects it.
 [[gnu::always_inline]] inline reg normalize(reg e, reg d, reg d_minus_one, reg h, freg inverse) noexcept {
-  const reg n = isa::add(isa::shift_left(e, 8), h);
-  const freg nf = isa::fadd(isa::fmul(isa::to_float(e), isa::fset1(256.0f)), isa::to_float(h));
-  reg q = isa::truncate(isa::fmul(nf, inverse));
-  const reg r = isa::sub(n, isa::mullo(q, d));
-  q = isa::sub(q, isa::greater(r, d_minus_one));  // r >= d: one more
-  q = isa::add(q, isa::greater(isa::zero(), r));  // r < 0: one less
-  return isa::min(q, isa::set1(255));
+  const reg n = (e << 8) + h;
+  const freg nf = lanes::to_float(e) * freg(256.0f) + lanes::to_float(h);
+  return xsimd::min(lanes::floor_divide(n, nf, d, d_minus_one, inverse), reg(255));
+}
+
+/// The sum of 16 int32 lanes' entries as unsigned 32-bit values, in 64 bits.
+[[gnu::always_inline]] inline std::uint64_t sum_entries(const reg* acc) noexcept {
+  alignas(64) std::int32_t parts[16];
+  lanes::store(parts, acc);
+  std::uint64_t sum = 0;
+  for (const std::int32_t p : parts) sum += static_cast<std::uint32_t>(p);
+  return sum;
 }
 
 /// Largest channel count of the transposed path: sums stay below 2^30 (at most channels * 2^23).
@@ -400,16 +228,16 @@ struct pixel_block {
         result[i * stride + c] = static_cast<T>(static_cast<std::uint8_t>(bytes[16 * c + i] ^ flip));
   }
   /// Channel c widened to int32 lanes.
-  void channel(int c, reg* x) const noexcept { isa::widen<u8>(bytes + 16 * c, x); }
+  void channel(int c, reg* x) const noexcept { lanes::widen<u8>(bytes + 16 * c, x); }
   /// 255 - (the lane's maximum): adding it to a value gives its table index x - max + 255.
   void index_bias(int channels, reg* bias) const noexcept {
     reg x[regs];
     channel(0, bias);
     for (int c = 1; c < channels; ++c) {
       channel(c, x);
-      for (int r = 0; r < regs; ++r) bias[r] = isa::max(bias[r], x[r]);
+      for (int r = 0; r < regs; ++r) bias[r] = xsimd::max(bias[r], x[r]);
     }
-    for (int r = 0; r < regs; ++r) bias[r] = isa::sub(isa::set1(255), bias[r]);
+    for (int r = 0; r < regs; ++r) bias[r] = reg(255) - bias[r];
   }
 };
 
@@ -424,24 +252,24 @@ inline void transposed(const std::array<std::uint32_t, 256>& exp_table, const T*
     block.load(in + static_cast<std::ptrdiff_t>(k) * in_stride, in_stride, lanes_used, channels);
     reg bias[regs], x[regs], sum[regs];
     block.index_bias(channels, bias);
-    for (int r = 0; r < regs; ++r) sum[r] = isa::zero();
+    for (int r = 0; r < regs; ++r) sum[r] = reg(0);
     for (int c = 0; c < channels; ++c) {
       block.channel(c, x);
-      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias[r]);
+      for (int r = 0; r < regs; ++r) x[r] += bias[r];
       gather(table, x, entries[c]);
-      for (int r = 0; r < regs; ++r) sum[r] = isa::add(sum[r], entries[c][r]);
+      for (int r = 0; r < regs; ++r) sum[r] += entries[c][r];
     }
     reg d_minus_one[regs], h[regs];
     freg inverse[regs];
     for (int r = 0; r < regs; ++r) {
-      d_minus_one[r] = isa::sub(sum[r], isa::set1(1));
-      h[r] = half(sum[r]);
-      inverse[r] = reciprocal(sum[r]);
+      d_minus_one[r] = sum[r] - reg(1);
+      h[r] = sum[r] >> 1;
+      inverse[r] = lanes::reciprocal(sum[r]);
     }
     for (int c = 0; c < channels; ++c) {
       reg q[regs];
       for (int r = 0; r < regs; ++r) q[r] = normalize(entries[c][r], sum[r], d_minus_one[r], h[r], inverse[r]);
-      isa::narrow<u8>(block.bytes + 16 * c, q);
+      lanes::narrow<u8>(block.bytes + 16 * c, q);
     }
     block.store(out + static_cast<std::ptrdiff_t>(k) * out_stride, out_stride, lanes_used, channels);
   }
@@ -461,22 +289,20 @@ inline void along_channels(const std::array<std::uint32_t, 256>& exp_table, cons
     T max_value = source[0];
     for (int c = 1; c < channels; ++c) max_value = std::max(max_value, source[c]);
     const std::int32_t max = max_value;
-    const reg bias = isa::set1(255 - max);
+    const reg bias = reg(255 - max);
     std::uint64_t sum = 0;
     int c = 0;
     while (c < body) {
       reg acc[regs], x[regs], e[regs];
-      for (int r = 0; r < regs; ++r) acc[r] = isa::zero();
+      for (int r = 0; r < regs; ++r) acc[r] = reg(0);
       const int stop = std::min(body, c + 128 * 16);
       for (; c < stop; c += 16) {
-        isa::widen<T>(source + c, x);
-        for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias);
+        lanes::widen<T>(source + c, x);
+        for (int r = 0; r < regs; ++r) x[r] += bias;
         gather(table, x, e);
-        for (int r = 0; r < regs; ++r) acc[r] = isa::add(acc[r], e[r]);
+        for (int r = 0; r < regs; ++r) acc[r] += e[r];
       }
-      alignas(64) std::uint32_t parts[16];
-      for (int r = 0; r < regs; ++r) store(parts + 16 / regs * r, acc[r]);
-      for (const std::uint32_t p : parts) sum += p;
+      sum += sum_entries(acc);
     }
     for (; c < channels; ++c) sum += table[static_cast<std::size_t>(source[c] - max + 255)];
     if (sum >= (std::uint64_t{1} << 30)) {
@@ -484,16 +310,15 @@ inline void along_channels(const std::array<std::uint32_t, 256>& exp_table, cons
       continue;
     }
     const auto d = static_cast<std::int32_t>(sum);
-    const reg d_reg = isa::set1(d), d_minus_one = isa::set1(d - 1), h = isa::set1(d / 2);
-    const freg inverse = isa::fset1(1.0f / static_cast<float>(d));
-    const reg zero_point = isa::set1(element_traits<T>::min);
+    const reg d_reg(d), d_minus_one(d - 1), h(d / 2), zero_point(element_traits<T>::min);
+    const freg inverse(1.0f / static_cast<float>(d));
     for (c = 0; c < body; c += 16) {
       reg x[regs], e[regs];
-      isa::widen<T>(source + c, x);
-      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias);
+      lanes::widen<T>(source + c, x);
+      for (int r = 0; r < regs; ++r) x[r] += bias;
       gather(table, x, e);
-      for (int r = 0; r < regs; ++r) x[r] = isa::add(normalize(e[r], d_reg, d_minus_one, h, inverse), zero_point);
-      isa::narrow<T>(result + c, x);
+      for (int r = 0; r < regs; ++r) x[r] = normalize(e[r], d_reg, d_minus_one, h, inverse) + zero_point;
+      lanes::narrow<T>(result + c, x);
     }
     for (; c < channels; ++c) {
       const std::uint64_t entry = table[static_cast<std::size_t>(source[c] - max + 255)];
@@ -503,46 +328,14 @@ inline void along_channels(const std::array<std::uint32_t, 256>& exp_table, cons
   }
 }
 
-[[gnu::always_inline]] inline reg load(const std::int32_t* p) noexcept {
-#if defined(__AVX512F__)
-  return _mm512_loadu_si512(p);
-#elif defined(__AVX2__)
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-#else
-  return vld1q_s32(p);
-#endif
-}
-
-/// RoundingDivideByPOT per lane (ties away from zero), the lane twin of core/quant.hpp's.
-[[gnu::always_inline]] inline reg rounding_divide_by_pot(reg x, reg exponent) noexcept {
-#if defined(__AVX512F__)
-  return simd::avx512::rounding_divide_by_pot(x, exponent);
-#elif defined(__AVX2__)
-  return simd::avx2::rounding_divide_by_pot(x, exponent);
-#else
-  return simd::neon::rounding_divide_by_pot(x, exponent);
-#endif
-}
-
-/// v where mask is all ones, 0 where it is zero.
-[[gnu::always_inline]] inline reg keep_where(reg mask, reg v) noexcept {
-#if defined(__AVX512F__)
-  return _mm512_and_si512(mask, v);
-#elif defined(__AVX2__)
-  return _mm256_and_si256(mask, v);
-#else
-  return vandq_s32(mask, v);
-#endif
-}
-
 /// reference::log_softmax_params::output per lane, with top / bottom the output range: bottom at or below the cutoff,
 /// else clamp(RoundingDivideByPOT(scaled - log_sum, 22) + top).
 [[gnu::always_inline]] inline reg log_softmax_output(reg scaled, reg log_sum, reg index, reg cutoff_index, reg top,
                                                      reg bottom) noexcept {
   constexpr int step_shift = 31 - reference::log_softmax_params::diff_bits - reference::log_softmax_params::output_bits;
-  const reg steps = rounding_divide_by_pot(isa::sub(scaled, log_sum), isa::set1(step_shift));
-  const reg clamped = isa::max(isa::min(isa::add(steps, top), top), bottom);
-  return isa::add(bottom, keep_where(isa::greater(index, cutoff_index), isa::sub(clamped, bottom)));
+  const reg steps = lanes::rounding_divide_by_pot(scaled - log_sum, reg(step_shift));
+  const reg clamped = xsimd::max(xsimd::min(steps + top, top), bottom);
+  return bottom + lanes::keep_where(index > cutoff_index, clamped - bottom);
 }
 
 /// Log-softmax, small depths: 16 pixels per block as in transposed(); the exponential terms are gathered and summed
@@ -553,38 +346,35 @@ inline void log_softmax_transposed(const log_softmax_tables& tables, const refer
                                    const T* in, std::ptrdiff_t in_stride, T* out, std::ptrdiff_t out_stride,
                                    std::size_t pixels, int channels) noexcept {
   pixel_block<T> block;
-  const reg top = isa::set1(255), bottom = isa::zero();
+  const reg top = reg(255), bottom = reg(0);
   for (std::size_t k = 0; k < pixels; k += 16) {
     const int lanes_used = static_cast<int>(std::min<std::size_t>(16, pixels - k));
     block.load(in + static_cast<std::ptrdiff_t>(k) * in_stride, in_stride, lanes_used, channels);
     reg bias[regs], x[regs], e[regs], sum[regs];
     block.index_bias(channels, bias);
-    for (int r = 0; r < regs; ++r) sum[r] = isa::zero();
+    for (int r = 0; r < regs; ++r) sum[r] = reg(0);
     for (int c = 0; c < channels; ++c) {
       block.channel(c, x);
-      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias[r]);
+      for (int r = 0; r < regs; ++r) x[r] += bias[r];
       gather(tables.exp_terms.data(), x, e);
-      for (int r = 0; r < regs; ++r) sum[r] = isa::add(sum[r], e[r]);
+      for (int r = 0; r < regs; ++r) sum[r] += e[r];
     }
-    alignas(64) std::uint32_t sums[16];
-    alignas(64) std::int32_t log_sums[16], cutoffs[16];
-    for (int r = 0; r < regs; ++r) store(sums + 16 / regs * r, sum[r]);
+    alignas(64) std::int32_t sums[16], log_sums[16], cutoffs[16];
+    lanes::store(sums, sum);
     for (int i = 0; i < 16; ++i) {
-      const log_softmax_row row(params, static_cast<std::int32_t>(sums[i]));
+      const log_softmax_row row(params, sums[i]);
       log_sums[i] = row.log_sum;
       cutoffs[i] = row.cutoff_index;
     }
     reg log_sum[regs], cutoff_index[regs];
-    for (int r = 0; r < regs; ++r) {
-      log_sum[r] = load(log_sums + 16 / regs * r);
-      cutoff_index[r] = load(cutoffs + 16 / regs * r);
-    }
+    lanes::load(log_sums, log_sum);
+    lanes::load(cutoffs, cutoff_index);
     for (int c = 0; c < channels; ++c) {
       block.channel(c, x);
-      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias[r]);
+      for (int r = 0; r < regs; ++r) x[r] += bias[r];
       gather(tables.scaled_diffs.data(), x, e);
       for (int r = 0; r < regs; ++r) e[r] = log_softmax_output(e[r], log_sum[r], x[r], cutoff_index[r], top, bottom);
-      isa::narrow<u8>(block.bytes + 16 * c, e);
+      lanes::narrow<u8>(block.bytes + 16 * c, e);
     }
     block.store(out + static_cast<std::ptrdiff_t>(k) * out_stride, out_stride, lanes_used, channels);
   }
@@ -597,34 +387,31 @@ inline void log_softmax_along_channels(const log_softmax_tables& tables, const r
                                        const T* in, std::ptrdiff_t in_stride, T* out, std::ptrdiff_t out_stride,
                                        std::size_t pixels, int channels) noexcept {
   const int body = channels / 16 * 16;
-  const reg top = isa::set1(element_traits<T>::max), bottom = isa::set1(element_traits<T>::min);
+  const reg top = reg(element_traits<T>::max), bottom = reg(element_traits<T>::min);
   for (std::size_t k = 0; k < pixels; ++k) {
     const T* source = in + static_cast<std::ptrdiff_t>(k) * in_stride;
     T* result = out + static_cast<std::ptrdiff_t>(k) * out_stride;
     const std::int32_t max = *std::max_element(source, source + channels);
-    const reg bias = isa::set1(255 - max);
+    const reg bias = reg(255 - max);
     reg acc[regs], x[regs], e[regs];
-    for (int r = 0; r < regs; ++r) acc[r] = isa::zero();
+    for (int r = 0; r < regs; ++r) acc[r] = reg(0);
     int c = 0;
     for (; c < body; c += 16) {
-      isa::widen<T>(source + c, x);
-      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias);
+      lanes::widen<T>(source + c, x);
+      for (int r = 0; r < regs; ++r) x[r] += bias;
       gather(tables.exp_terms.data(), x, e);
-      for (int r = 0; r < regs; ++r) acc[r] = isa::add(acc[r], e[r]);
+      for (int r = 0; r < regs; ++r) acc[r] += e[r];
     }
-    alignas(64) std::uint32_t parts[16];
-    for (int r = 0; r < regs; ++r) store(parts + 16 / regs * r, acc[r]);
-    std::int32_t sum = 0;
-    for (const std::uint32_t p : parts) sum += static_cast<std::int32_t>(p);
+    auto sum = static_cast<std::int32_t>(sum_entries(acc));
     for (; c < channels; ++c) sum += params.exp_term(source[c] - max);
     const log_softmax_row row(params, sum);
-    const reg log_sum = isa::set1(row.log_sum), cutoff_index = isa::set1(row.cutoff_index);
+    const reg log_sum = reg(row.log_sum), cutoff_index = reg(row.cutoff_index);
     for (c = 0; c < body; c += 16) {
-      isa::widen<T>(source + c, x);
-      for (int r = 0; r < regs; ++r) x[r] = isa::add(x[r], bias);
+      lanes::widen<T>(source + c, x);
+      for (int r = 0; r < regs; ++r) x[r] += bias;
       gather(tables.scaled_diffs.data(), x, e);
       for (int r = 0; r < regs; ++r) e[r] = log_softmax_output(e[r], log_sum, x[r], cutoff_index, top, bottom);
-      isa::narrow<T>(result + c, e);
+      lanes::narrow<T>(result + c, e);
     }
     for (; c < channels; ++c) {
       const std::int32_t d = source[c] - max;
@@ -658,12 +445,52 @@ bool check_same_views(const tensor_view<const T>& in, const tensor_view<T>& out,
   return require(in.batch() == out.batch() && in.dims() == out.dims(), errc::shape_mismatch, what);
 }
 
+/// What softmax and log_softmax share: the two-class table, the checks of a run and the choice of path. Op gives
+/// valid(), its messages (invalid, views, channels), run_lanes (the vector paths on `pixels` pixels at a pixel
+/// stride) and run_reference (scalar builds).
+template <class Op, softmax_config Cfg, quantized_element T>
+class channel_probability : public view_entry_points<Op, T> {
+ public:
+  /// Views may be strided; misuse is reported through mosaiq::require and leaves `out` untouched.
+  void run(tensor_view<const T> in, tensor_view<T> out) const {
+    const Op& op = static_cast<const Op&>(*this);
+    if (!require(op.valid(), errc::invalid_argument, Op::invalid_message)) return;
+    if (!check_same_views(in, out, Op::views_message)) return;
+    if (!require(in.channels() == Cfg.channels, errc::shape_mismatch, Op::channels_message)) return;
+    if constexpr (Cfg.channels == 2) {
+      run_pairs<T>(pairs_, in, out);
+    } else {
+#if MOSAIQ_TARGET_SIMD
+      // Every pixel is at data + k * pixel_stride (rows and images follow the pixel stride).
+      const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
+      if (pixels == 0) return;
+      op.run_lanes(in.data(), in.pixel_stride(), out.data(), out.pixel_stride(), pixels);
+#else
+      op.run_reference(in, out);
+#endif
+    }
+  }
+
+ protected:
+  /// Load time: the two-class table from the op's reference run (only when the op is valid).
+  template <class Reference>
+  void build_pairs(Reference reference) {
+    if constexpr (Cfg.channels == 2) {
+      if (static_cast<const Op&>(*this).valid()) pairs_ = make_pair_table<T>(reference);
+    }
+  }
+
+ private:
+  pair_table pairs_{};
+};
+
 }  // namespace detail::probability
 
 /// Softmax over the channels of every pixel, specialized for Cfg.channels; see the file comment.
 template <softmax_config Cfg, quantized_element T>
-class softmax : public detail::probability::view_entry_points<softmax<Cfg, T>, T> {
+class softmax : public detail::probability::channel_probability<softmax<Cfg, T>, Cfg, T> {
   static_assert(Cfg.channels >= 1, "softmax: channels must be at least 1");
+  friend class detail::probability::channel_probability<softmax, Cfg, T>;
 
  public:
   static constexpr softmax_config config = Cfg;
@@ -675,54 +502,40 @@ class softmax : public detail::probability::view_entry_points<softmax<Cfg, T>, T
   /// Load time: builds the tables from the input quantization and beta (reported as errc::invalid_argument, and the
   /// object refuses to run, unless the scale and beta are finite and positive).
   explicit softmax(quant_params input, float beta = 1.0f) : table_(input, beta) {
-    if constexpr (Cfg.channels == 2) {
-      if (table_.valid())
-        pairs_ = detail::probability::make_pair_table<T>(
-            [&](tensor_view<const T> in, tensor_view<T> out) { reference::softmax<T>(table_, in, out); });
-    }
+    this->build_pairs([&](tensor_view<const T> in, tensor_view<T> out) { run_reference(in, out); });
   }
 
   bool valid() const noexcept { return table_.valid(); }
   const reference::softmax_table& exp_table() const noexcept { return table_; }
 
-  /// Views may be strided; misuse is reported through mosaiq::require and leaves `out` untouched.
-  void run(tensor_view<const T> in, tensor_view<T> out) const {
-    if (!require(valid(), errc::invalid_argument, "softmax: built from invalid quantization or beta")) return;
-    if (!detail::probability::check_same_views(in, out, "softmax: input and output views must be valid and match"))
-      return;
-    if (!require(in.channels() == Cfg.channels, errc::shape_mismatch, "softmax: channels differ from config.channels"))
-      return;
-    if constexpr (Cfg.channels == 2) {
-      detail::probability::run_pairs<T>(pairs_, in, out);
-    } else {
-#if defined(MOSAIQ_LANES)
-      // Every pixel is at data + k * pixel_stride (rows and images follow the pixel stride).
-      const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
-      if (pixels == 0) return;
-      if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
-        detail::probability::vec::transposed<T>(table_.entries(), in.data(), in.pixel_stride(), out.data(),
-                                                out.pixel_stride(), pixels, Cfg.channels);
-      else
-        detail::probability::vec::along_channels<T>(table_.entries(), in.data(), in.pixel_stride(), out.data(),
-                                                    out.pixel_stride(), pixels, Cfg.channels);
-#else
-      // Scalar builds: the reference (exp table + exact per-element integer division).
-      reference::softmax<T>(table_, in, out);
-#endif
-    }
-  }
-
  private:
+  static constexpr const char* invalid_message = "softmax: built from invalid quantization or beta";
+  static constexpr const char* views_message = "softmax: input and output views must be valid and match";
+  static constexpr const char* channels_message = "softmax: channels differ from config.channels";
+
+  void run_lanes([[maybe_unused]] const T* in, [[maybe_unused]] std::ptrdiff_t in_stride, [[maybe_unused]] T* out,
+                 [[maybe_unused]] std::ptrdiff_t out_stride, [[maybe_unused]] std::size_t pixels) const noexcept {
+#if MOSAIQ_TARGET_SIMD
+    if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
+      detail::probability::vec::transposed<T>(table_.entries(), in, in_stride, out, out_stride, pixels, Cfg.channels);
+    else
+      detail::probability::vec::along_channels<T>(table_.entries(), in, in_stride, out, out_stride, pixels,
+                                                  Cfg.channels);
+#endif
+  }
+  /// The reference (exp table + exact per-element integer division).
+  void run_reference(tensor_view<const T> in, tensor_view<T> out) const { reference::softmax<T>(table_, in, out); }
+
   reference::softmax_table table_;
-  detail::probability::pair_table pairs_{};
 };
 
 /// Log-softmax over the channels of every pixel (TFLite's quantized LOG_SOFTMAX, beta 1), specialized for
 /// Cfg.channels, bit-exact with reference::log_softmax; see the file comment.
 template <softmax_config Cfg, quantized_element T>
-class log_softmax : public detail::probability::view_entry_points<log_softmax<Cfg, T>, T> {
+class log_softmax : public detail::probability::channel_probability<log_softmax<Cfg, T>, Cfg, T> {
   static_assert(Cfg.channels >= 1 && Cfg.channels <= reference::log_softmax_params::max_channels,
                 "log_softmax: channels must be in [1, 4095] (the fixed-point sum of exponentials overflows above)");
+  friend class detail::probability::channel_probability<log_softmax, Cfg, T>;
 
  public:
   static constexpr softmax_config config = Cfg;
@@ -734,46 +547,32 @@ class log_softmax : public detail::probability::view_entry_points<log_softmax<Cf
   /// Load time: TFLite's Prepare and the tables (errc::invalid_argument, and the object refuses to run, unless the
   /// input scale is finite and above 2^-26).
   explicit log_softmax(quant_params input) : params_(input), tables_(params_) {
-    if constexpr (Cfg.channels == 2) {
-      if (params_.valid())
-        pairs_ = detail::probability::make_pair_table<T>(
-            [&](tensor_view<const T> in, tensor_view<T> out) { reference::log_softmax<T>(params_, in, out); });
-    }
+    this->build_pairs([&](tensor_view<const T> in, tensor_view<T> out) { run_reference(in, out); });
   }
 
   bool valid() const noexcept { return params_.valid(); }
   const reference::log_softmax_params& params() const noexcept { return params_; }
 
-  /// Views may be strided; misuse is reported through mosaiq::require and leaves `out` untouched.
-  void run(tensor_view<const T> in, tensor_view<T> out) const {
-    if (!require(valid(), errc::invalid_argument, "log_softmax: built from invalid quantization")) return;
-    if (!detail::probability::check_same_views(in, out, "log_softmax: input and output views must be valid and match"))
-      return;
-    if (!require(in.channels() == Cfg.channels, errc::shape_mismatch,
-                 "log_softmax: channels differ from config.channels"))
-      return;
-    if constexpr (Cfg.channels == 2) {
-      detail::probability::run_pairs<T>(pairs_, in, out);
-    } else {
-#if defined(MOSAIQ_LANES)
-      const std::size_t pixels = static_cast<std::size_t>(in.batch()) * in.dims().pixels();
-      if (pixels == 0) return;
-      if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
-        detail::probability::vec::log_softmax_transposed<T>(tables_, params_, in.data(), in.pixel_stride(), out.data(),
-                                                            out.pixel_stride(), pixels, Cfg.channels);
-      else
-        detail::probability::vec::log_softmax_along_channels<T>(tables_, params_, in.data(), in.pixel_stride(),
-                                                                out.data(), out.pixel_stride(), pixels, Cfg.channels);
-#else
-      reference::log_softmax<T>(params_, in, out);
-#endif
-    }
-  }
-
  private:
+  static constexpr const char* invalid_message = "log_softmax: built from invalid quantization";
+  static constexpr const char* views_message = "log_softmax: input and output views must be valid and match";
+  static constexpr const char* channels_message = "log_softmax: channels differ from config.channels";
+
+  void run_lanes([[maybe_unused]] const T* in, [[maybe_unused]] std::ptrdiff_t in_stride, [[maybe_unused]] T* out,
+                 [[maybe_unused]] std::ptrdiff_t out_stride, [[maybe_unused]] std::size_t pixels) const noexcept {
+#if MOSAIQ_TARGET_SIMD
+    if constexpr (Cfg.channels <= detail::probability::vec::max_transposed_channels)
+      detail::probability::vec::log_softmax_transposed<T>(tables_, params_, in, in_stride, out, out_stride, pixels,
+                                                          Cfg.channels);
+    else
+      detail::probability::vec::log_softmax_along_channels<T>(tables_, params_, in, in_stride, out, out_stride, pixels,
+                                                              Cfg.channels);
+#endif
+  }
+  void run_reference(tensor_view<const T> in, tensor_view<T> out) const { reference::log_softmax<T>(params_, in, out); }
+
   reference::log_softmax_params params_;
   detail::probability::log_softmax_tables tables_;
-  detail::probability::pair_table pairs_{};
 };
 
 /// Logistic (sigmoid) of every element: the reference table, vectorized lookups; see the file comment.

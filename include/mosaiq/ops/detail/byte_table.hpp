@@ -9,16 +9,17 @@
 #include <cstdint>
 
 #include "mosaiq/core/tensor.hpp"
+#include "mosaiq/simd/target.hpp"
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__AVX512BW__))
+#if MOSAIQ_TARGET_AVX2
 #include <immintrin.h>
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON)
+#elif MOSAIQ_TARGET_NEON
 #include <arm_neon.h>
 #endif
 
 namespace mosaiq::detail {
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
 /// XOR-telescoped pshufb lookup of byte indices 0..16*chunks-1 (at most 127): step k contributes delta chunk k at
 /// index & 15 while index - 16k is not negative, and the deltas telescope to chunk index / 16.
 inline __m256i telescoped_lookup(const std::uint8_t* deltas, int chunks, __m256i index) noexcept {
@@ -51,7 +52,7 @@ struct byte_table {
 
   void run(const std::uint8_t* in, std::uint8_t* out, std::size_t count) const noexcept {
     std::size_t j = 0;
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512VBMI__) && defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512_VBMI
     const __m512i t0 = _mm512_load_si512(values.data()), t1 = _mm512_load_si512(values.data() + 64);
     const __m512i t2 = _mm512_load_si512(values.data() + 128), t3 = _mm512_load_si512(values.data() + 192);
     const auto lookup = [&](__m512i index) noexcept {
@@ -64,7 +65,7 @@ struct byte_table {
       _mm512_mask_storeu_epi8(out + j, mask, lookup(_mm512_maskz_loadu_epi8(mask, in + j)));
       j = count;
     }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
+#elif MOSAIQ_TARGET_AVX2
     // Bytes >= 128 are negative as signed bytes, so the low half's lookups give 0 for them, and index ^ 0x80 does
     // the same for the high half; the two results are disjoint and combine with XOR.
     const __m256i top_bit = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -74,7 +75,7 @@ struct byte_table {
       const __m256i high = telescoped_lookup(pshufb_deltas.data() + 8 * 32, 8, _mm256_xor_si256(index, top_bit));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm256_xor_si256(low, high));
     }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON) && defined(__aarch64__)
+#elif MOSAIQ_TARGET_NEON64
     uint8x16x4_t quarter[4];
     for (int q = 0; q < 4; ++q) {
       const std::uint8_t* base = values.data() + 64 * q;
@@ -90,7 +91,7 @@ struct byte_table {
       }
       vst1q_u8(out + j, result);
     }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON)
+#elif MOSAIQ_TARGET_NEON
     // armv7: eight 32-entry tables, 8 bytes per step; vtbx4 keeps the lane for indices >= 32, and the wrapping
     // subtraction moves the indices of earlier tables there.
     uint8x8x4_t eighth[8];
