@@ -20,8 +20,9 @@
 #include "mosaiq/core/resize_mode.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// A string usable as a template argument: the names of tapped tensors, `layers::tap<"skip">`.
 template <std::size_t N>
@@ -430,4 +431,4 @@ concept layer_descriptor = requires {
 template <class L>
 concept op_layer = layer_descriptor<L> && L::role == layer_role::op;
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

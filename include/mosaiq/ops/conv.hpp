@@ -50,8 +50,9 @@
 #include "mosaiq/ops/detail/common.hpp"
 #include "mosaiq/ops/pointwise.hpp"
 #include "mosaiq/reference/conv_common.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Compile-time description of one general convolution layer.
 struct conv2d_config {
@@ -534,4 +535,4 @@ class conv2d {
   std::optional<gemm_type> gemm_;
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -57,8 +57,9 @@
 #include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/x86.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Compile-time description of one depthwise layer.
 struct depthwise_config {
@@ -1096,4 +1097,4 @@ class depthwise {
 #endif
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

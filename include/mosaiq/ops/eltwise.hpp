@@ -59,8 +59,9 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/detail/lanes.hpp"
 #include "mosaiq/reference/eltwise.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 namespace detail::eltwise {
 
@@ -1029,4 +1030,4 @@ struct concat_fn {
 template <quantized_element T>
 inline constexpr detail::eltwise::concat_fn<T> concat{};
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -82,8 +82,9 @@
 #include "mosaiq/simd/gemm_x86.hpp"
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/x86.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Register tile of the pointwise microkernel; 0 picks the default of the ISA compiled for.
 struct pointwise_tile {
@@ -1475,4 +1476,4 @@ struct rows_access {
 };
 }  // namespace detail::pw
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

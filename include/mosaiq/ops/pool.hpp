@@ -32,8 +32,9 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/detail/lanes.hpp"
 #include "mosaiq/reference/pool.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 using reference::global_pool_params;
 using reference::pool_params;
@@ -459,4 +460,4 @@ inline constexpr detail::pooling::average_pool_fn<T> average_pool{};
 template <rounding R, quantized_element T>
 inline constexpr detail::pooling::global_average_pool_fn<R, T> global_average_pool{};
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

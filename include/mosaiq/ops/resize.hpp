@@ -73,6 +73,7 @@
 #include "mosaiq/ops/detail/byte_table.hpp"
 #include "mosaiq/reference/resize.hpp"
 #include "mosaiq/simd/arch.hpp"
+#include "mosaiq/simd/target.hpp"
 
 #if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__AVX512BW__))
 #include <immintrin.h>
@@ -80,7 +81,7 @@
 #include <arm_neon.h>
 #endif
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Compile-time description of one resize layer: the output size and the coordinate convention.
 /// - `.scale` (default): the output is the input times an integer factor on both axes;
@@ -1257,4 +1258,4 @@ class resize_nearest : public detail::upsample::requantizing_resize<resize_neare
   }
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

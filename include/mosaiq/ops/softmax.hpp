@@ -54,6 +54,7 @@
 #include "mosaiq/ops/detail/lanes.hpp"
 #include "mosaiq/reference/softmax.hpp"
 #include "mosaiq/simd/arch.hpp"
+#include "mosaiq/simd/target.hpp"
 
 #if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
 #include <immintrin.h>
@@ -61,7 +62,7 @@
 #include <arm_neon.h>
 #endif
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Compile-time description of a softmax layer: the channel count it is specialized for.
 struct softmax_config {
@@ -815,4 +816,4 @@ class logistic : public detail::probability::view_entry_points<logistic<T>, T> {
   detail::byte_table lookup_{};
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

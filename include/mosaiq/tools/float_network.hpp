@@ -31,8 +31,9 @@
 #include "mosaiq/reference/pool.hpp"
 #include "mosaiq/reference/resize.hpp"
 #include "mosaiq/reference/softmax.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::tools {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools {
 
 /// Float filter and bias of a conv2d, depthwise or pointwise layer, in the quantized layouts:
 /// conv2d [Cout][KH][KW][Cin], depthwise [KH][KW][C*M], pointwise [Cout][Cin]; one bias per output
@@ -251,4 +252,4 @@ class float_runner {
   std::array<std::vector<float>, tensor_count> tensors_{};
 };
 
-}  // namespace mosaiq::tools
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools

@@ -7,15 +7,17 @@
 #include <cstddef>
 #include <cstdint>
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && (defined(__AVX2__) || defined(__AVX512BW__))
+#include "mosaiq/simd/target.hpp"
+
+#if MOSAIQ_TARGET_AVX2
 #include <immintrin.h>
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON) && defined(__aarch64__)
+#elif MOSAIQ_TARGET_NEON64
 #include <arm_neon.h>
 #endif
 
-namespace mosaiq::detail {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail {
 
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
 /// XOR-telescoped pshufb lookup of byte indices 0..16*chunks-1 (at most 127): step k contributes delta chunk k at
 /// index & 15 while index - 16k is not negative, and the deltas telescope to chunk index / 16.
 inline __m256i telescoped_lookup(const std::uint8_t* deltas, int chunks, __m256i index) noexcept {
@@ -48,7 +50,7 @@ struct byte_table {
 
   void run(const std::uint8_t* in, std::uint8_t* out, std::size_t count) const noexcept {
     std::size_t j = 0;
-#if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512VBMI__) && defined(__AVX512BW__)
+#if MOSAIQ_TARGET_AVX512_VBMI
     const __m512i t0 = _mm512_load_si512(values.data()), t1 = _mm512_load_si512(values.data() + 64);
     const __m512i t2 = _mm512_load_si512(values.data() + 128), t3 = _mm512_load_si512(values.data() + 192);
     const auto lookup = [&](__m512i index) noexcept {
@@ -61,7 +63,7 @@ struct byte_table {
       _mm512_mask_storeu_epi8(out + j, mask, lookup(_mm512_maskz_loadu_epi8(mask, in + j)));
       j = count;
     }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
+#elif MOSAIQ_TARGET_AVX2
     // Bytes >= 128 are negative as signed bytes, so the low half's lookups give 0 for them, and index ^ 0x80 does
     // the same for the high half; the two results are disjoint and combine with XOR.
     const __m256i top_bit = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -71,7 +73,7 @@ struct byte_table {
       const __m256i high = telescoped_lookup(pshufb_deltas.data() + 8 * 32, 8, _mm256_xor_si256(index, top_bit));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm256_xor_si256(low, high));
     }
-#elif !defined(MOSAIQ_FORCE_SCALAR) && defined(__ARM_NEON) && defined(__aarch64__)
+#elif MOSAIQ_TARGET_NEON64
     uint8x16x4_t quarter[4];
     for (int q = 0; q < 4; ++q) {
       const std::uint8_t* base = values.data() + 64 * q;
@@ -92,4 +94,4 @@ struct byte_table {
   }
 };
 
-}  // namespace mosaiq::detail
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail

@@ -15,8 +15,9 @@
 #include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/x86.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::detail::lanes {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::lanes {
 
 #if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
 #define MOSAIQ_LANES 1
@@ -235,4 +236,4 @@ struct divisor_regs {
 }
 #endif
 
-}  // namespace mosaiq::detail::lanes
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::lanes
