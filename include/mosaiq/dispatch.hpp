@@ -33,7 +33,7 @@
 #include "mosaiq/simd/cpu.hpp"
 #include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::dispatch {
+namespace mosaiq::dispatch {
 
 enum class element : std::uint8_t { u8, i8 };
 
@@ -80,7 +80,7 @@ struct network_entry {
 /// Entries of one network name for every target, best first; null where that target was not linked.
 using entry_list = std::array<const network_entry*, target_count>;
 
-}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::dispatch
+}  // namespace mosaiq::dispatch
 
 // Entries are global variables `<name>_target_<target>` (e.g. face_net_target_avx2).
 #define MOSAIQ_DETAIL_CONCAT_TOKENS(a, b) a##_##b

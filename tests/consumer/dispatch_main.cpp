@@ -25,14 +25,16 @@ int main() {
   std::array<mosaiq::u8, consumer::net::input_shape.elements()> input{};
   for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<mosaiq::u8>(i * 13 % 251);
   std::array<mosaiq::u8, consumer::net::output_shape.elements()> direct{}, dispatched{};
-  alignas(64) static std::byte arena[consumer::net::arena_bytes + 64];
+  // Each target plans its own workspace: the arena must hold the dispatched target's arena_bytes().
+  alignas(64) static std::byte arena[1 << 16];
+  static_assert(consumer::net::arena_bytes <= sizeof(arena));
   const auto p = consumer::net::prepare(w);
   consumer::net::run(p, {input.data(), consumer::net::input_shape}, {direct.data(), consumer::net::output_shape},
                      arena);
 
   mosaiq::dispatched_network net(MOSAIQ_NETWORK_ENTRIES(consumer_net));
   alignas(64) static std::byte state[1 << 16];
-  if (net.state_bytes() > sizeof(state) || !net.prepare(blob, state)) return 1;
+  if (net.state_bytes() > sizeof(state) || net.arena_bytes() > sizeof(arena) || !net.prepare(blob, state)) return 1;
   const mosaiq::status s = net.run(mosaiq::tensor_view<const mosaiq::u8>(input.data(), consumer::net::input_shape),
                                    mosaiq::tensor_view<mosaiq::u8>(dispatched.data(), consumer::net::output_shape),
                                    std::span<std::byte>(arena, net.arena_bytes()));

@@ -1,8 +1,10 @@
 # The objects of one source built for several targets must define no mosaiq symbol in common: a
 # shared weak symbol would let the linker keep one target's code for all of them (the ODR defect the
 # per-target namespaces remove). Each object must also define symbols of its own target namespace,
-# so the check cannot pass on objects without mosaiq code. Standard-library symbols the objects
-# share are listed, not failed: they are the remaining risk docs/decisions.md describes.
+# so the check cannot pass on objects without mosaiq code, and functions whose signatures carry the
+# target-neutral mosaiq::dispatch types (the entries' functions), never a per-target copy of them.
+# Standard-library symbols the objects share are listed, not failed: they are the remaining risk
+# docs/decisions.md describes.
 #
 #   cmake -DNM=<nm> -DOBJECTS=<object>|<object>... -P check_symbols.cmake
 # Objects are named <stem>_<target>.cpp.o (mosaiq_add_multitarget's wrappers).
@@ -25,6 +27,7 @@ foreach(object IN LISTS objects)
   endif()
   string(REGEX MATCHALL "[^\n]+" lines "${listing}")
   set(own 0)
+  set(neutral_abi FALSE)
   foreach(line IN LISTS lines)
     if(NOT line MATCHES "^[0-9a-fA-F]* *[A-Za-z] ([^ ]+)$")
       continue()
@@ -45,6 +48,18 @@ foreach(object IN LISTS objects)
     endif()
   endforeach()
   message(STATUS "${target}: ${own} symbols of namespace target_${target}")
+  # The dispatch types are the ABI between targets: one type in all of them, never a per-target one
+  # (read demangled: the mangled names abbreviate repeated namespaces).
+  execute_process(COMMAND ${NM} --defined-only --extern-only --demangle ${object} OUTPUT_VARIABLE demangled)
+  if(demangled MATCHES "target_[a-z0-9_]+::dispatch::")
+    message(SEND_ERROR "check_symbols: ${object} names a per-target copy of the mosaiq::dispatch types")
+  endif()
+  if(demangled MATCHES "mosaiq::dispatch::tensor_ref")
+    set(neutral_abi TRUE)
+  endif()
+  if(NOT neutral_abi)
+    message(SEND_ERROR "check_symbols: ${object} defines no function taking mosaiq::dispatch types")
+  endif()
   if(own EQUAL 0)
     message(SEND_ERROR "check_symbols: ${object} defines no symbol of namespace target_${target}")
   endif()

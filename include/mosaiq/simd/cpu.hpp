@@ -22,14 +22,14 @@
 
 // The one name a target has in every target's objects: the ABI of runtime dispatch. Plain data, so
 // it stays outside the per-target namespace (docs/decisions.md).
-namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::dispatch {
+namespace mosaiq::dispatch {
 
 /// The targets mosaiq builds, best first within each architecture (the order dispatch tries them).
 enum class target : std::uint8_t { avx512_vnni, avx512, avx2_vnni, avx2, neon_dotprod, neon64, neon, scalar };
 
 inline constexpr std::size_t target_count = 8;
 
-}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::dispatch
+}  // namespace mosaiq::dispatch
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
