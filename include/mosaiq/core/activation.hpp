@@ -8,8 +8,9 @@
 
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 enum class activation { none, relu, relu6, relu_n1_to_1 };
 
@@ -62,4 +63,4 @@ inline float apply_activation(activation act, float v) noexcept {
   return v;
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <string_view>
 
-namespace mosaiq {
+#include "mosaiq/simd/target.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 enum class errc {
   ok = 0,
@@ -83,4 +85,4 @@ inline bool require(bool condition, errc code, const char* message,
   return false;
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

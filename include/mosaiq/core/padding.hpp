@@ -3,8 +3,9 @@
 #pragma once
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// A pair of extents (height, width) for kernels, strides, dilations and tiles:
 /// `.kernel = {3, 3}`.
@@ -82,4 +83,4 @@ constexpr bool is_valid_window(hw kernel, hw stride, hw dilation, padding pad) n
          dilation.w >= 1 && pad.top >= 0 && pad.bottom >= 0 && pad.left >= 0 && pad.right >= 0;
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -22,12 +22,13 @@
 
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/tensor.hpp"
+#include "mosaiq/simd/target.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// A non-owning reference to a callable `void(std::size_t task)`: two pointers, no heap, so a pool
 /// can take it without allocating. The callable must outlive the parallel_for call.
@@ -218,4 +219,4 @@ void parallel_run(E& exec, const Kernel& kernel, tensor_view<const T> in, tensor
   exec.parallel_for(static_cast<std::size_t>(bands.count), task);
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -8,8 +8,9 @@
 #include <limits>
 
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// real = (q - zero_point) * scale
 struct quant_params {
@@ -165,4 +166,4 @@ constexpr float dequantize_value(T q, quant_params p) noexcept {
   return p.scale * static_cast<float>(static_cast<std::int32_t>(q) - p.zero_point);
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

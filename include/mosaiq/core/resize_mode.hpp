@@ -2,7 +2,9 @@
 // reference ones and the SIMD ones.
 #pragma once
 
-namespace mosaiq {
+#include "mosaiq/simd/target.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// The three coordinate conventions of TensorFlow / TFLite (flags align_corners, half_pixel_centers).
 /// `scale` is in/out, except align_corners with out > 1, where it is (in-1)/(out-1).
@@ -15,4 +17,4 @@ enum class resize_mode {
   align_corners,
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -9,8 +9,9 @@
 #include <type_traits>
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Height, width and channels of one image (batch is carried by views, not shapes).
 struct shape {
@@ -157,4 +158,4 @@ inline bool check_view(const tensor_view<T, E>& v, const char* what) {
                  errc::invalid_argument, what);
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <limits>
 
-namespace mosaiq {
+#include "mosaiq/simd/target.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 using u8 = std::uint8_t;
 using i8 = std::int8_t;
@@ -30,4 +32,4 @@ constexpr T saturate_cast(std::int32_t v) noexcept {
                                                      : v);
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

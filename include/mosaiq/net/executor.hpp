@@ -42,8 +42,9 @@
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/reference/pool.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 template <class Layer, quantized_element T, rounding R, shape In, shape Out>
 struct executor;
@@ -397,4 +398,4 @@ struct executor<layers::concat<Tapped...>, T, R, In, Out> : detail::plain_execut
   }
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "mosaiq/simd/target.hpp"
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/padding.hpp"
 #include "mosaiq/core/quant.hpp"
@@ -27,7 +28,7 @@
 
 #include "mosaiq/net/banding.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// A string usable as a template argument: the names of tapped tensors, `layers::tap<"skip">`.
 template <std::size_t N>
@@ -497,4 +498,4 @@ concept layer_descriptor = requires {
 template <class L>
 concept op_layer = layer_descriptor<L> && L::role == layer_role::op;
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

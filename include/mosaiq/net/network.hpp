@@ -39,8 +39,9 @@
 #include "mosaiq/net/executor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/plan.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Layers that join branches read at most this many tensors.
 inline constexpr std::size_t max_layer_inputs = 8;
@@ -1169,4 +1170,4 @@ class network {
   }
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

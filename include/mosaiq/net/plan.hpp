@@ -12,7 +12,9 @@
 #include <array>
 #include <cstddef>
 
-namespace mosaiq {
+#include "mosaiq/simd/target.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 inline constexpr std::size_t arena_alignment = 64;
 
@@ -125,4 +127,4 @@ constexpr bool is_valid_plan(const std::array<live_range, N>& ranges, const memo
   return true;
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -14,8 +14,9 @@
 #include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/net/network.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// The `kind` of layer `index` of Net ("conv2d", "add", ...).
 template <class Net>
@@ -105,4 +106,4 @@ profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
   return report;
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -15,8 +15,9 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/priors.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Element types a location or score tensor may have.
 template <class T>
@@ -142,4 +143,4 @@ inline keypoint decode_keypoint(const center_box& anchor, float first, float sec
   return {raw_x / scales.x * anchor.width + anchor.xcenter, raw_y / scales.y * anchor.height + anchor.ycenter};
 }
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -55,7 +55,7 @@
 #include "mosaiq/ops/conv/avx512.hpp"
 #endif
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Compile-time description of one general convolution layer.
 struct conv2d_config {
@@ -493,4 +493,4 @@ class conv2d {
   std::optional<gemm_type> gemm_;
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

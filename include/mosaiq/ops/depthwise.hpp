@@ -74,7 +74,7 @@
 #include "mosaiq/ops/depthwise/neon.hpp"
 #endif
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Compile-time description of one depthwise layer.
 struct depthwise_config {
@@ -611,4 +611,4 @@ class depthwise {
 #endif
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -61,7 +61,7 @@
 #include "mosaiq/simd/lanes.hpp"
 #include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 namespace detail::eltwise {
 
@@ -1020,4 +1020,4 @@ struct concat_fn {
 template <quantized_element T>
 inline constexpr detail::eltwise::concat_fn<T> concat{};
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -29,8 +29,9 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/box_decode.hpp"
 #include "mosaiq/ops/priors.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// "No limit" for top_k / keep_top_k (Caffe's -1).
 inline constexpr std::size_t no_limit = std::numeric_limits<std::size_t>::max();
@@ -1451,4 +1452,4 @@ class tflite_detection_postprocess {
   tflite_postprocess_params params_;
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

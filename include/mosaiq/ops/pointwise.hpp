@@ -99,7 +99,7 @@
 #include "mosaiq/ops/pointwise/neon.hpp"
 #endif
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Compile-time description of one pointwise layer.
 struct pointwise_config {
@@ -843,4 +843,4 @@ struct rows_access {
 };
 }  // namespace detail::pw
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -34,7 +34,7 @@
 #include "mosaiq/simd/lanes.hpp"
 #include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 using reference::global_pool_params;
 using reference::pool_params;
@@ -455,4 +455,4 @@ inline constexpr detail::pooling::average_pool_fn<T> average_pool{};
 template <rounding R, quantized_element T>
 inline constexpr detail::pooling::global_average_pool_fn<R, T> global_average_pool{};
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

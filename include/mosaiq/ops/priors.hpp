@@ -20,8 +20,9 @@
 #include <span>
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Corner box [xmin, ymin, xmax, ymax] (Caffe order). Normalized coordinates unless a caller says otherwise.
 struct corner_box {
@@ -467,4 +468,4 @@ inline constexpr ssd_anchor_generator ssd_mobilenet_anchor_generator{
     .feature_maps = {{{19, 19}, {10, 10}, {5, 5}, {3, 3}, {2, 2}, {1, 1}}},
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -81,7 +81,7 @@
 #include <arm_neon.h>
 #endif
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Compile-time description of one resize layer: the output size and the coordinate convention.
 /// - `.scale` (default): the output is the input times an integer factor on both axes;
@@ -1255,4 +1255,4 @@ class resize_nearest : public detail::upsample::requantizing_resize<resize_neare
   }
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -60,7 +60,7 @@
 #include "mosaiq/simd/lanes.hpp"
 #include "mosaiq/simd/target.hpp"
 
-namespace mosaiq {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Compile-time description of a softmax layer: the channel count it is specialized for.
 struct softmax_config {
@@ -603,4 +603,4 @@ class logistic : public detail::probability::view_entry_points<logistic<T>, T> {
   detail::byte_table lookup_{};
 };
 
-}  // namespace mosaiq
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

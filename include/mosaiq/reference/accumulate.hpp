@@ -16,8 +16,9 @@
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/reference/conv_common.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference::detail {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference::detail {
 
 /// Element distance between neighbouring filter values along each filter axis. Describes both
 /// TFLite layouts without repacking: depthwise [KH][KW][C*M] and conv [Cout][KH][KW][Cin].
@@ -136,4 +137,4 @@ inline void convolve_float(const tensor_view<const float>& input, const float* f
   });
 }
 
-}  // namespace mosaiq::reference::detail
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference::detail

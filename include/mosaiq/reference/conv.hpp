@@ -14,8 +14,9 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/reference/accumulate.hpp"
 #include "mosaiq/reference/conv_common.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 struct conv2d_params {
   hw kernel{3, 3};
@@ -57,4 +58,4 @@ inline void conv2d(tensor_view<const float> input, const float* filter, const fl
                          act);
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

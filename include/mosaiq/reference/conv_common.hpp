@@ -12,8 +12,9 @@
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 /// Everything a quantized conv-like layer needs besides its weights: the zero points, the fused
 /// activation clamp and the requantization scales (one per output channel, or one for all).
@@ -131,4 +132,4 @@ bool check_conv_requant(const conv_requant& q, int output_channels) {
   return true;
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

@@ -14,8 +14,9 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/reference/accumulate.hpp"
 #include "mosaiq/reference/conv_common.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 struct depthwise_params {
   hw kernel{3, 3};
@@ -60,4 +61,4 @@ inline void depthwise_conv(tensor_view<const float> input, const float* filter, 
   detail::convolve_float(input, filter, bias, output, detail::depthwise_as_grouped(p, input.channels()), act);
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

@@ -15,8 +15,9 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 namespace detail {
 
@@ -422,4 +423,4 @@ inline void concat(std::span<const tensor_view<const float>> inputs, tensor_view
   }
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

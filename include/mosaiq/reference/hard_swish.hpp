@@ -15,7 +15,7 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 /// What TFLite's HardSwishPrepare derives from the input and output quantizations (HardSwishParams); built once at
 /// load by make_hard_swish_params.
@@ -176,4 +176,4 @@ inline void hard_swish(tensor_view<const float> in, tensor_view<float> out) {
   detail::hard_swish::map_elements<float>(in, out, hard_swish_value);
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

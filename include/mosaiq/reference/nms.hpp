@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "mosaiq/ops/priors.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 /// TFLite's IoU of boxes given as two diagonal corners each, (xmin, ymin) = (x1, y1) and (xmax, ymax) = (x2, y2)
 /// in any order: 0 when either area is <= 0.
@@ -78,4 +79,4 @@ inline tflite_nms_result tflite_nms(std::span<const corner_box> boxes, std::span
   return result;
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

@@ -13,8 +13,9 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/reference/accumulate.hpp"
 #include "mosaiq/reference/conv_common.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 namespace detail {
 // One group reading every input channel; output channel oc's weights are row oc of [Cout][Cin].
@@ -46,4 +47,4 @@ inline void pointwise_conv(tensor_view<const float> input, const float* filter, 
                          act);
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

@@ -16,8 +16,9 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 /// Window, stride, padding and fused activation of a pooling op (dilation is always 1, as in TFLite).
 struct pool_params {
@@ -308,4 +309,4 @@ inline void global_average_pool(tensor_view<const float> in, tensor_view<float> 
     }
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

@@ -40,8 +40,9 @@
 #include "mosaiq/core/resize_mode.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 /// Element types the resize ops take: the quantized ones and float.
 template <class T>
@@ -325,4 +326,4 @@ void resize_nearest(std::type_identity_t<tensor_view<const T>> in, tensor_view<T
   detail::resize_then_requantize<T>(in, out, requant, [&] { resize_nearest<T>(in, out, mode); });
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

@@ -33,8 +33,9 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 /// Output quantization of softmax and logistic: scale 1/256, zero point 0 (u8) or -128 (i8).
 template <quantized_element T>
@@ -426,4 +427,4 @@ inline void logistic(tensor_view<const float> in, tensor_view<float> out) {
       }
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

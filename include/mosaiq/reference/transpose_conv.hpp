@@ -24,7 +24,7 @@
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::reference {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 struct transpose_conv_params {
   hw kernel{2, 2};
@@ -132,4 +132,4 @@ inline void transpose_conv(tensor_view<const float> input, const float* filter, 
           output.pixel(n, y, x)[c] = apply_activation(act, acc(n, y, x, c) + (bias != nullptr ? bias[c] : 0.0f));
 }
 
-}  // namespace mosaiq::reference
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference

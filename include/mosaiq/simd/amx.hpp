@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "mosaiq/simd/target.hpp"
+
 #if !defined(MOSAIQ_NO_AMX) && !defined(MOSAIQ_FORCE_SCALAR) && defined(__x86_64__) && defined(__linux__) && \
     (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VNNI__) && defined(__AVX512BW__) &&      \
     defined(__AVX512VL__) && defined(__AVX512DQ__)
@@ -35,7 +37,7 @@
 #define MOSAIQ_HAS_AMX_PATH 0
 #endif
 
-namespace mosaiq::simd::amx {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd::amx {
 
 /// Whether AMX can run, and if not why (a sentence for logs and skipped tests).
 struct availability {
@@ -195,4 +197,4 @@ template <int MP, int NB>
 
 #endif  // MOSAIQ_HAS_AMX_PATH
 
-}  // namespace mosaiq::simd::amx
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd::amx

@@ -2,11 +2,13 @@
 // form GCC 12 keeps in place.
 #pragma once
 
+#include "mosaiq/simd/target.hpp"
+
 #if defined(__AVX512VNNI__) && defined(__AVX512F__)
 
 #include <immintrin.h>
 
-namespace mosaiq::simd::avx512 {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd::avx512 {
 
 /// acc += per-lane sum of 4 (u8 of `unsigned_bytes`) x (s8 of `signed_bytes`): vpdpbusd zmm.
 /// Inline asm, not _mm512_dpbusd_epi32: GCC 12 treats the intrinsic's accumulator as a separate
@@ -20,6 +22,6 @@ namespace mosaiq::simd::avx512 {
 #endif
 }
 
-}  // namespace mosaiq::simd::avx512
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd::avx512
 
 #endif

@@ -10,8 +10,9 @@
 #include <cstdint>
 
 #include "mosaiq/simd/scalar.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::simd::neon {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd::neon {
 
 inline int32x4_t rounding_divide_by_pot(int32x4_t x, int32x4_t exponent) noexcept {
   const int32x4_t shift = vnegq_s32(exponent);
@@ -50,6 +51,6 @@ inline int32x4_t requantize_s32(int32x4_t acc, int32x4_t multiplier, int32x4_t l
   return vminq_s32(vmaxq_s32(v, clamp_min), clamp_max);
 }
 
-}  // namespace mosaiq::simd::neon
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd::neon
 
 #endif  // __ARM_NEON

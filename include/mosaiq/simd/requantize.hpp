@@ -10,8 +10,9 @@
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/scalar.hpp"
 #include "mosaiq/simd/x86.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::simd {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd {
 
 /// out[i] = MultiplyByQuantizedMultiplier(x[i], scales[i]) with the native ISA.
 template <rounding Mode>
@@ -95,4 +96,4 @@ inline void requantize(const std::int32_t* acc, requant_scales_view s, std::int3
                               clamp_min, clamp_max, out + i, n - i);
 }
 
-}  // namespace mosaiq::simd
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd

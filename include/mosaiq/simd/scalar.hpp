@@ -6,8 +6,9 @@
 
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::simd {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd {
 
 /// Per-lane requantization parameters as structure-of-arrays, the layout kernels keep
 /// per output channel after load (one entry per lane; per-tensor layers repeat one value).
@@ -37,4 +38,4 @@ inline void requantize(const std::int32_t* acc, requant_scales_view s, std::int3
 }
 
 }  // namespace scalar
-}  // namespace mosaiq::simd
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd

@@ -11,6 +11,8 @@
 // built for different targets then define differently mangled symbols and link into one program.
 #pragma once
 
+#include <string_view>
+
 // --- x86 ---
 #if !defined(MOSAIQ_FORCE_SCALAR) && defined(__AVX2__)
 #define MOSAIQ_TARGET_AVX2 1
@@ -86,7 +88,16 @@
 #define MOSAIQ_TARGET_NAMESPACE target_scalar
 #endif
 
-// Opens/closes the per-target namespace inside `namespace mosaiq { ... }` (or a nested namespace of
-// it): `namespace mosaiq { MOSAIQ_TARGET_BEGIN ... MOSAIQ_TARGET_END }`.
-#define MOSAIQ_TARGET_BEGIN inline namespace MOSAIQ_TARGET_NAMESPACE {
-#define MOSAIQ_TARGET_END }
+#define MOSAIQ_DETAIL_STRINGIZE_TOKEN(x) #x
+#define MOSAIQ_DETAIL_STRINGIZE(x) MOSAIQ_DETAIL_STRINGIZE_TOKEN(x)
+
+// Every mosaiq header opens its namespace as `namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {`:
+// user code still spells `mosaiq::network<...>`, and the symbols carry the target in their names.
+// Only the types of mosaiq/dispatch.hpp stay outside (they carry no code: docs/decisions.md).
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
+
+/// The target this translation unit builds: MOSAIQ_TARGET_NAMESPACE without its "target_" prefix.
+inline constexpr std::string_view target_name =
+    std::string_view(MOSAIQ_DETAIL_STRINGIZE(MOSAIQ_TARGET_NAMESPACE)).substr(sizeof("target_") - 1);
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

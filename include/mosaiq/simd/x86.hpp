@@ -10,8 +10,9 @@
 #include <cstdint>
 
 #include "mosaiq/simd/scalar.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::simd {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd {
 
 namespace avx2 {
 
@@ -292,6 +293,6 @@ template <bool LeftShift = true, bool SignBlend = true>
 }  // namespace avx512
 #endif
 
-}  // namespace mosaiq::simd
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd
 
 #endif  // __AVX2__

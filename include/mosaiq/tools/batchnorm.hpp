@@ -11,8 +11,9 @@
 #include <span>
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::tools {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools {
 
 /// Per-channel batch-norm statistics and affine parameters (one entry per output channel).
 struct batchnorm_params {
@@ -45,4 +46,4 @@ inline bool fold_batchnorm_into_depthwise(std::span<float> filter, std::span<flo
   return true;
 }
 
-}  // namespace mosaiq::tools
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools

@@ -24,8 +24,9 @@
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/tools/float_network.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::tools {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools {
 
 /// A real interval [min, max] containing 0.
 struct float_range {
@@ -208,4 +209,4 @@ std::array<float_range, Net::tensor_count> calibrate(const float_weights<Net>& w
   return c.ranges();
 }
 
-}  // namespace mosaiq::tools
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "mosaiq/simd/target.hpp"
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/net/layers.hpp"
@@ -34,7 +35,7 @@
 #include "mosaiq/reference/softmax.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
 
-namespace mosaiq::tools {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools {
 
 /// Float filter and bias of a conv2d, depthwise or pointwise layer, in the quantized layouts:
 /// conv2d [Cout][KH][KW][Cin], depthwise [KH][KW][C*M], pointwise [Cout][Cin]; one bias per output
@@ -259,4 +260,4 @@ class float_runner {
   std::array<std::vector<float>, tensor_count> tensors_{};
 };
 
-}  // namespace mosaiq::tools
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools

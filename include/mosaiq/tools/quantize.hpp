@@ -38,8 +38,9 @@
 #include "mosaiq/net/network.hpp"
 #include "mosaiq/tools/calibrate.hpp"
 #include "mosaiq/tools/float_network.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::tools {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools {
 
 // ---------------------------------------------------------------------------------------------
 // Activations
@@ -424,4 +425,4 @@ std::vector<float> dequantize_output(const typename Net::weights& w,
   return dequantize(output, output_quant<Net>(w));
 }
 
-}  // namespace mosaiq::tools
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools

@@ -17,7 +17,7 @@
 #include <arm_neon.h>
 #endif
 
-namespace mosaiq::detail {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail {
 
 #if MOSAIQ_TARGET_AVX2
 /// XOR-telescoped pshufb lookup of byte indices 0..16*chunks-1 (at most 127): step k contributes delta chunk k at
@@ -132,4 +132,4 @@ void run_byte_table(const byte_table& table, const tensor_view<const T>& in, con
       for (int x = 0; x < in.width(); ++x) table.run(bytes(in.pixel(n, y, x)), out_bytes(out.pixel(n, y, x)), channels);
 }
 
-}  // namespace mosaiq::detail
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail

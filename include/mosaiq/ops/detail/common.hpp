@@ -11,8 +11,9 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/x86.hpp"
+#include "mosaiq/simd/target.hpp"
 
-namespace mosaiq::detail::kernel {
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::kernel {
 
 inline constexpr std::size_t align = 64;  // workspace regions start on this many bytes
 
@@ -80,4 +81,4 @@ template <class T>
 }
 #endif
 
-}  // namespace mosaiq::detail::kernel
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::kernel

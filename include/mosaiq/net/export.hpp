@@ -1,0 +1,129 @@
+// The per-target side of runtime dispatch (mosaiq/dispatch.hpp): a translation unit built for one
+// target exports a network as a dispatch::network_entry named after the target,
+//
+//   MOSAIQ_EXPORT_NETWORK(face_net, my_network);   // defines face_net_target_avx2 in an AVX2 build
+//
+// whose functions are this target's instantiations (they live in its inline namespace, so the
+// same source built for another target defines other symbols). CMake's mosaiq_add_multitarget
+// defines MOSAIQ_MULTITARGET_TARGET=<target> for each copy; the unit then checks that the flags it
+// was given really build that target.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <optional>
+#include <span>
+
+#include "mosaiq/core/error.hpp"
+#include "mosaiq/core/tensor.hpp"
+#include "mosaiq/core/types.hpp"
+#include "mosaiq/dispatch.hpp"
+#include "mosaiq/net/network.hpp"
+#include "mosaiq/net/plan.hpp"
+#include "mosaiq/simd/amx.hpp"
+#include "mosaiq/simd/target.hpp"
+
+#if defined(MOSAIQ_MULTITARGET_TARGET)
+static_assert(mosaiq::target_name == MOSAIQ_DETAIL_STRINGIZE(MOSAIQ_MULTITARGET_TARGET),
+              "mosaiq: this copy of a multi-target source does not build the target it is named for (flags?)");
+#endif
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail {
+
+/// The network_entry functions of network `Net` in this target.
+template <class Net>
+struct exported_network {
+  using T = typename Net::element_type;
+
+  /// Weights and prepared network, placed in the caller's storage (prepared refers to weights).
+  struct state {
+    typename Net::weights weights{};
+    std::optional<typename Net::prepared> prepared;
+  };
+
+  static dispatch::outcome fail(errc code, const char* message) noexcept { return {int(code), message}; }
+
+  static dispatch::outcome prepare(const std::byte* blob, std::size_t blob_size, void* storage) {
+    if (blob == nullptr) return fail(errc::null_pointer, "dispatched_network::prepare: blob is null");
+    if (blob_size != Net::blob_bytes)
+      return fail(errc::blob_mismatch, "dispatched_network::prepare: blob size differs from the network's");
+    auto* s = new (storage) state{};
+    if (!Net::load(std::span<const std::byte>(blob, blob_size), s->weights)) {
+      s->~state();
+      return fail(errc::blob_mismatch, "dispatched_network::prepare: the blob is for another network");
+    }
+    s->prepared.emplace(Net::prepare(s->weights));
+    return fail(errc::ok, "");
+  }
+
+  static void destroy(void* storage) { static_cast<state*>(storage)->~state(); }
+
+  static dispatch::outcome check(const dispatch::tensor_ref& v, shape dims, const char* what) noexcept {
+    if (v.data == nullptr) return fail(errc::null_pointer, what);
+    if (v.height != dims.height || v.width != dims.width || v.channels != dims.channels || v.pixel_stride < v.channels)
+      return fail(errc::shape_mismatch, what);
+    return fail(errc::ok, "");
+  }
+
+  static dispatch::outcome check_arena(const std::byte* arena, std::size_t arena_size) noexcept {
+    if (Net::arena_bytes == 0) return fail(errc::ok, "");
+    if (arena == nullptr) return fail(errc::null_pointer, "dispatched_network::run: arena is null");
+    if (arena_size < Net::arena_bytes)
+      return fail(errc::invalid_argument, "dispatched_network::run: arena is smaller than arena_bytes()");
+    if (reinterpret_cast<std::uintptr_t>(arena) % arena_alignment != 0)
+      return fail(errc::bad_alignment, "dispatched_network::run: arena must be 64-byte aligned");
+    return fail(errc::ok, "");
+  }
+
+  static dispatch::outcome run(const void* storage, dispatch::tensor_ref in, dispatch::tensor_ref out, std::byte* arena,
+                               std::size_t arena_size) {
+    for (const dispatch::outcome o :
+         {check(in, Net::input_shape, "dispatched_network::run: input must have the network's input shape"),
+          check(out, Net::output_shape, "dispatched_network::run: output must have the network's output shape"),
+          check_arena(arena, arena_size)})
+      if (o.code != int(errc::ok)) return o;
+    const tensor_view<const T> input(static_cast<const T*>(in.data), Net::input_shape, 1, in.pixel_stride);
+    // The output is the caller's writable view: dispatch::tensor_ref carries one pointer type for both.
+    const tensor_view<T> output(static_cast<T*>(const_cast<void*>(out.data)), Net::output_shape, 1, out.pixel_stride);
+    Net::run(*static_cast<const state*>(storage)->prepared, input, output, std::span<std::byte>(arena, arena_size));
+    return fail(errc::ok, "");
+  }
+
+  static dispatch::quantization quant_of(const void* storage, std::size_t tensor) noexcept {
+    const quant_params q = static_cast<const state*>(storage)->prepared->tensor_quant(tensor);
+    return {q.scale, q.zero_point};
+  }
+  static dispatch::quantization input_quant(const void* storage) noexcept { return quant_of(storage, 0); }
+  static dispatch::quantization output_quant(const void* storage) noexcept {
+    return quant_of(storage, Net::tensor_count - 1);
+  }
+
+  static bool amx_enabled() noexcept { return simd::amx::enabled(); }
+
+  static constexpr dispatch::network_entry entry() noexcept {
+    return {compiled_target,
+            std::same_as<T, u8> ? dispatch::element::u8 : dispatch::element::i8,
+            {Net::input_shape.height, Net::input_shape.width, Net::input_shape.channels},
+            {Net::output_shape.height, Net::output_shape.width, Net::output_shape.channels},
+            Net::arena_bytes,
+            Net::blob_bytes,
+            sizeof(state),
+            alignof(state),
+            Net::macs,
+            &prepare,
+            &destroy,
+            &run,
+            &input_quant,
+            &output_quant,
+            &amx_enabled};
+  }
+};
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail
+
+/// Defines the dispatch::network_entry `<name>_target_<this target>` of network type `...`.
+#define MOSAIQ_EXPORT_NETWORK(name, ...)                                                                      \
+  extern const ::mosaiq::dispatch::network_entry MOSAIQ_DETAIL_ENTRY_NAME(name, MOSAIQ_TARGET_NAMESPACE);     \
+  constinit const ::mosaiq::dispatch::network_entry MOSAIQ_DETAIL_ENTRY_NAME(name, MOSAIQ_TARGET_NAMESPACE) = \
+      ::mosaiq::detail::exported_network<__VA_ARGS__>::entry()

@@ -1,0 +1,30 @@
+// The networks of the multi-target link test (multitarget_test.cpp): compiled once per target into
+// network.cpp's objects, and once more in the test itself to write their weights blobs.
+#pragma once
+
+#include "mosaiq/net.hpp"
+
+namespace mosaiq::test::multitarget {
+
+namespace ml = mosaiq::layers;
+
+// uint8: every SIMD family once (conv2d, depthwise with dilation, residual add, pointwise, bilinear
+// upsampling, softmax), odd spatial sizes and channel counts that leave tails at every vector width.
+using u8_net = network<input<u8, 23, 29, 3>,                                                              //
+                       ml::conv2d<ml::conv2d_config{.out_channels = 19, .stride = {2, 2}}>,               // 12x15x19
+                       ml::tap<"skip">,                                                                   //
+                       ml::depthwise<ml::depthwise_config{.kernel = {3, 3}, .dilation = {2, 2}}>,         // 12x15x19
+                       ml::add<"skip">,                                                                   //
+                       ml::pointwise<ml::pointwise_config{.out_channels = 37, .act = activation::relu}>,  // 12x15x37
+                       ml::resize_bilinear<ml::resize_config{.scale = 2}>,                                // 24x30x37
+                       ml::pointwise<ml::pointwise_config{.out_channels = 5}>,                            // 24x30x5
+                       ml::softmax<>>;
+
+// int8 with per-channel filter scales: pointwise, strided depthwise, pointwise, 3x3 conv2d.
+using i8_net = network<input<i8, 17, 21, 8>,                                                               //
+                       ml::pointwise<ml::pointwise_config{.out_channels = 24, .act = activation::relu6}>,  //
+                       ml::depthwise<ml::depthwise_config{.kernel = {3, 3}, .stride = {2, 2}}>,            //
+                       ml::pointwise<ml::pointwise_config{.out_channels = 33}>,                            //
+                       ml::conv2d<ml::conv2d_config{.out_channels = 16, .kernel = {3, 3}}>>;
+
+}  // namespace mosaiq::test::multitarget

@@ -1,0 +1,235 @@
+// The multi-target link test: this program links the objects of tests/multitarget/network.cpp built
+// for scalar, AVX2 and AVX-512 VNNI (and AVX-VNNI where the compiler has it). Each object exports
+// the same two networks under target-named entries; every target the CPU runs must give the scalar
+// build's output bit for bit, and runtime dispatch must pick the best of them. That the objects
+// share no mosaiq symbol is checked on the objects themselves (multitarget/check_symbols.cmake).
+// This file is compiled for the x86-64 baseline, as a dispatching program is.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "allocation_counter.hpp"
+#include "mosaiq/dispatch.hpp"
+#include "multitarget/networks.hpp"
+#include "support.hpp"
+
+MOSAIQ_DECLARE_NETWORK_ENTRIES(mt_u8_net)
+MOSAIQ_DECLARE_NETWORK_ENTRIES(mt_i8_net)
+
+namespace {
+
+using namespace mosaiq;
+namespace mt = mosaiq::test::multitarget;
+
+/// Fills every field of a conv-like layer's weights; `output` is its output quantization.
+template <class T, class W>
+void fill_filtered(W& w, std::mt19937& rng, quant_params output) {
+  const auto filter = test::random_values<T>(rng, w.filter.size());
+  std::copy(filter.begin(), filter.end(), w.filter.begin());
+  std::uniform_int_distribution<int> bias(-3000, 3000);
+  for (auto& b : w.bias) b = bias(rng);
+  std::uniform_real_distribution<float> scale(0.002f, 0.006f);
+  for (auto& s : w.filter_scales) s = scale(rng);
+  w.filter_zero_point = std::is_same_v<T, u8> ? std::uniform_int_distribution<int>(100, 160)(rng) : 0;
+  w.output = output;
+}
+
+mt::u8_net::weights u8_weights(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  test::random_quant<u8> quant(rng);
+  mt::u8_net::weights w;
+  w.input = quant();
+  fill_filtered<u8>(w.layer<0>(), rng, quant());
+  fill_filtered<u8>(w.layer<2>(), rng, quant());
+  w.layer<3>().output = quant();
+  fill_filtered<u8>(w.layer<4>(), rng, quant());
+  fill_filtered<u8>(w.layer<6>(), rng, quant());
+  return w;
+}
+
+mt::i8_net::weights i8_weights(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  test::random_quant<i8> quant(rng);
+  mt::i8_net::weights w;
+  w.input = quant();
+  fill_filtered<i8>(w.layer<0>(), rng, quant());
+  fill_filtered<i8>(w.layer<1>(), rng, quant());
+  fill_filtered<i8>(w.layer<2>(), rng, quant());
+  fill_filtered<i8>(w.layer<3>(), rng, quant());
+  return w;
+}
+
+/// The blob of `w`, written by this unit's (baseline) build of the network type.
+template <class Net>
+std::vector<std::byte> blob_of(const typename Net::weights& w) {
+  std::vector<std::byte> blob(Net::blob_bytes);
+  REQUIRE(Net::save(w, blob) == Net::blob_bytes);
+  return blob;
+}
+
+/// A tensor of `dims` with `extra` unused elements after each pixel, filled from `seed`.
+template <class T>
+struct strided_tensor {
+  shape dims;
+  std::ptrdiff_t pixel_stride;
+  std::vector<T> values;
+  strided_tensor(shape s, int extra, std::uint32_t seed) : dims(s), pixel_stride(s.channels + extra) {
+    std::mt19937 rng(seed);
+    values = test::random_values<T>(rng, s.pixels() * std::size_t(pixel_stride) + 1);
+  }
+  // One element in: the data start is not aligned to anything wider than the element.
+  tensor_view<T> view() { return tensor_view<T>(values.data() + 1, dims, 1, pixel_stride); }
+  tensor_view<const T> cview() const { return tensor_view<const T>(values.data() + 1, dims, 1, pixel_stride); }
+};
+
+/// Prepares `entry` from `blob` and runs it on `input`; returns the output (every element of the
+/// buffer, padding included, so a write outside the view shows up too).
+template <class T>
+std::vector<T> run_entry(const dispatch::network_entry& entry, std::span<const std::byte> blob,
+                         const strided_tensor<T>& input, shape output_dims) {
+  dispatched_network net(entry);
+  std::vector<std::byte> state_storage(net.state_bytes() + net.state_alignment());
+  void* state_start = state_storage.data();
+  std::size_t space = state_storage.size();
+  REQUIRE(std::align(net.state_alignment(), net.state_bytes(), state_start, space) != nullptr);
+  REQUIRE(net.prepare(blob, std::span<std::byte>(static_cast<std::byte*>(state_start), net.state_bytes())).ok());
+  strided_tensor<T> output(output_dims, 3, 77);
+  test::aligned_arena arena(net.arena_bytes());
+  const long allocations_before = test::heap_allocations();
+  const status s = net.run(input.cview(), output.view(), arena.bytes);
+  CHECK(test::heap_allocations() == allocations_before);
+  REQUIRE(s.ok());
+  return output.values;
+}
+
+/// Runs every linked entry this CPU supports and compares it with the scalar one; returns the
+/// names of the targets that ran.
+template <class Net>
+std::string check_targets_agree(const dispatch::entry_list& entries, const typename Net::weights& w,
+                                std::uint32_t input_seed) {
+  using T = typename Net::element_type;
+  const dispatch::network_entry* scalar = entries[std::size_t(dispatch::target::scalar)];
+  REQUIRE(scalar != nullptr);
+  const std::vector<std::byte> blob = blob_of<Net>(w);
+  const strided_tensor<T> input(Net::input_shape, 2, input_seed);
+  const std::vector<T> expected = run_entry(*scalar, blob, input, Net::output_shape);
+  std::string ran;
+  for (const dispatch::network_entry* entry : entries) {
+    if (entry == nullptr || !cpu_supports(entry->isa)) continue;
+    CAPTURE(to_string(entry->isa));
+    CHECK(run_entry(*entry, blob, input, Net::output_shape) == expected);
+    ran += std::string(to_string(entry->isa)) + " ";
+  }
+  return ran;
+}
+
+TEST_CASE("multitarget: the linked entries are the ones built, each naming its own target") {
+  const dispatch::entry_list u8_entries = MOSAIQ_NETWORK_ENTRIES(mt_u8_net);
+  const dispatch::entry_list i8_entries = MOSAIQ_NETWORK_ENTRIES(mt_i8_net);
+  for (std::size_t i = 0; i < dispatch::target_count; ++i) {
+    CAPTURE(i);
+    CHECK((u8_entries[i] == nullptr) == (i8_entries[i] == nullptr));
+    if (u8_entries[i] == nullptr) continue;
+    CHECK(u8_entries[i]->isa == dispatch::target(i));
+    CHECK(i8_entries[i]->isa == dispatch::target(i));
+    CHECK(u8_entries[i]->type == dispatch::element::u8);
+    CHECK(i8_entries[i]->type == dispatch::element::i8);
+    CHECK(u8_entries[i]->macs == mt::u8_net::macs);
+    CHECK(u8_entries[i]->blob_bytes == mt::u8_net::blob_bytes);
+  }
+  // The three the CMake test always builds.
+  for (auto t : {dispatch::target::scalar, dispatch::target::avx2, dispatch::target::avx512_vnni})
+    CHECK(u8_entries[std::size_t(t)] != nullptr);
+  // Each target's entry runs different code: the functions are distinct instantiations.
+  const bool distinct_code =
+      u8_entries[std::size_t(dispatch::target::scalar)]->run != u8_entries[std::size_t(dispatch::target::avx2)]->run;
+  CHECK(distinct_code);
+}
+
+TEST_CASE("multitarget: every target this CPU runs gives the scalar build's output bit for bit") {
+  for (std::uint32_t seed : {1u, 2u, 3u}) {
+    CAPTURE(seed);
+    const std::string u8_ran =
+        check_targets_agree<mt::u8_net>(MOSAIQ_NETWORK_ENTRIES(mt_u8_net), u8_weights(seed), seed * 7);
+    const std::string i8_ran =
+        check_targets_agree<mt::i8_net>(MOSAIQ_NETWORK_ENTRIES(mt_i8_net), i8_weights(seed), seed * 11);
+    MESSAGE("targets run: " << u8_ran);
+    CHECK(u8_ran == i8_ran);
+    if (cpu_supports(dispatch::target::avx2)) CHECK(u8_ran.find("avx2 ") != std::string::npos);
+  }
+}
+
+TEST_CASE("multitarget: the scalar entry equals the network run directly") {
+  const mt::u8_net::weights w = u8_weights(5);
+  const std::vector<std::byte> blob = blob_of<mt::u8_net>(w);
+  const strided_tensor<u8> input(mt::u8_net::input_shape, 0, 9);
+  const auto via_entry = run_entry(*MOSAIQ_NETWORK_ENTRIES(mt_u8_net)[std::size_t(dispatch::target::scalar)], blob,
+                                   input, mt::u8_net::output_shape);
+  const mt::u8_net::prepared p = mt::u8_net::prepare(w);
+  strided_tensor<u8> direct(mt::u8_net::output_shape, 3, 77);
+  test::aligned_arena arena(mt::u8_net::arena_bytes);
+  mt::u8_net::run(p, input.cview(), direct.view(), arena.bytes);
+  CHECK(via_entry == direct.values);
+}
+
+TEST_CASE("multitarget: dispatch picks the best linked target the CPU runs") {
+  const dispatch::entry_list entries = MOSAIQ_NETWORK_ENTRIES(mt_u8_net);
+  const dispatched_network net(entries);
+  REQUIRE(net.selected());
+  std::string_view best = "none";
+  for (const dispatch::network_entry* entry : entries)
+    if (entry != nullptr && cpu_supports(entry->isa)) {
+      best = to_string(entry->isa);
+      break;
+    }
+  CHECK(net.target() == best);
+  MESSAGE("dispatch picked " << std::string(net.target()) << std::string(net.uses_amx() ? " with AMX" : ""));
+  CHECK(net.input_shape() == mt::u8_net::input_shape);
+  CHECK(net.output_shape() == mt::u8_net::output_shape);
+  // Without the best targets linked, the next best is taken; with none, nothing is.
+  dispatch::entry_list scalar_only{};
+  scalar_only[std::size_t(dispatch::target::scalar)] = entries[std::size_t(dispatch::target::scalar)];
+  CHECK(dispatched_network(scalar_only).target() == "scalar");
+  CHECK_FALSE(dispatched_network(dispatch::entry_list{}).selected());
+}
+
+TEST_CASE("multitarget: misuse at the boundary is a status, nothing is written") {
+  const dispatch::network_entry& entry = *MOSAIQ_NETWORK_ENTRIES(mt_u8_net)[std::size_t(dispatch::target::scalar)];
+  const std::vector<std::byte> blob = blob_of<mt::u8_net>(u8_weights(4));
+  dispatched_network net(entry);
+  const strided_tensor<u8> input(mt::u8_net::input_shape, 0, 1);
+  strided_tensor<u8> output(mt::u8_net::output_shape, 0, 2);
+  const std::vector<u8> untouched = output.values;
+  test::aligned_arena arena(net.arena_bytes() + 64);
+  CHECK(net.run(input.cview(), output.view(), arena.bytes).code == errc::invalid_argument);  // not prepared
+
+  test::aligned_arena state(net.state_bytes() + 64);
+  CHECK(net.prepare(blob, state.bytes.first(net.state_bytes() - 1)).code == errc::invalid_argument);
+  if (net.state_alignment() > 1) CHECK(net.prepare(blob, state.bytes.subspan(1)).code == errc::bad_alignment);
+  CHECK(net.prepare(std::span(blob).first(blob.size() - 1), state.bytes).code == errc::blob_mismatch);
+  REQUIRE(net.prepare(blob, state.bytes).ok());
+
+  const strided_tensor<u8> wrong_input(shape{23, 28, 3}, 0, 1);
+  CHECK(net.run(wrong_input.cview(), output.view(), arena.bytes).code == errc::shape_mismatch);
+  CHECK(net.run(input.cview(), tensor_view<u8>(nullptr, mt::u8_net::output_shape), arena.bytes).code ==
+        errc::null_pointer);
+  CHECK(net.run(input.cview(), output.view(), arena.bytes.first(net.arena_bytes() - 1)).code == errc::invalid_argument);
+  CHECK(net.run(input.cview(), output.view(), arena.bytes.subspan(32, net.arena_bytes())).code == errc::bad_alignment);
+  std::vector<i8> i8_output(mt::u8_net::output_shape.elements());
+  const std::vector<i8> i8_input(mt::u8_net::input_shape.elements());
+  CHECK(net.run(tensor_view<const i8>(i8_input.data(), mt::u8_net::input_shape),
+                tensor_view<i8>(i8_output.data(), mt::u8_net::output_shape), arena.bytes)
+            .code == errc::invalid_argument);
+  CHECK(output.values == untouched);
+  CHECK(net.run(input.cview(), output.view(), arena.bytes).ok());
+  CHECK(output.values != untouched);
+}
+
+}  // namespace
