@@ -38,8 +38,6 @@
 #include <vector>
 
 #include "common.hpp"
-#include "xnnpack_conv.hpp"
-
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/padding.hpp"
 #include "mosaiq/core/quant.hpp"
@@ -49,6 +47,7 @@
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/network.hpp"
 #include "mosaiq/reference/softmax.hpp"
+#include "xnnpack_conv.hpp"
 
 namespace mosaiq::bench::xnnpack {
 
@@ -111,9 +110,8 @@ class op_network {
                 std::uint32_t(d.stride.h), std::uint32_t(d.stride.w), std::uint32_t(d.dilation.h),
                 std::uint32_t(d.dilation.w), groups, group_in, group_out, std::size_t(is.channels),
                 std::size_t(d.out_channels), std::uint8_t(x.quant.zero_point), x.quant.scale,
-                std::uint8_t(w.filter_zero_point), w.filter_scales[0], w.filter, w.bias,
-                std::uint8_t(out_q.zero_point), out_q.scale, std::uint8_t(clamp.min), std::uint8_t(clamp.max), flags,
-                &op),
+                std::uint8_t(w.filter_zero_point), w.filter_scales[0], w.filter, w.bias, std::uint8_t(out_q.zero_point),
+                out_q.scale, std::uint8_t(clamp.min), std::uint8_t(clamp.max), flags, &op),
             "xnn_create_convolution2d_nhwc_qu8");
       adopt(op);
       check(xnn_setup_convolution2d_nhwc_qu8(op, 1, std::size_t(is.height), std::size_t(is.width), x.data.data(),
@@ -125,14 +123,14 @@ class op_network {
       std::vector<float> kernel_scales(w.filter_scales.begin(), w.filter_scales.end());
       for (float& s : kernel_scales)
         if (!(s > 0.0f)) s = 1.0f;
-      check(xnn_create_convolution2d_nhwc_qc8(
-                top, right, bottom, left, std::uint32_t(d.kernel.h), std::uint32_t(d.kernel.w),
-                std::uint32_t(d.stride.h), std::uint32_t(d.stride.w), std::uint32_t(d.dilation.h),
-                std::uint32_t(d.dilation.w), groups, group_in, group_out, std::size_t(is.channels),
-                std::size_t(d.out_channels), std::int8_t(x.quant.zero_point), x.quant.scale, kernel_scales.data(),
-                w.filter, w.bias, std::int8_t(out_q.zero_point), out_q.scale, std::int8_t(clamp.min),
-                std::int8_t(clamp.max), flags, &op),
-            "xnn_create_convolution2d_nhwc_qc8");
+      check(
+          xnn_create_convolution2d_nhwc_qc8(
+              top, right, bottom, left, std::uint32_t(d.kernel.h), std::uint32_t(d.kernel.w), std::uint32_t(d.stride.h),
+              std::uint32_t(d.stride.w), std::uint32_t(d.dilation.h), std::uint32_t(d.dilation.w), groups, group_in,
+              group_out, std::size_t(is.channels), std::size_t(d.out_channels), std::int8_t(x.quant.zero_point),
+              x.quant.scale, kernel_scales.data(), w.filter, w.bias, std::int8_t(out_q.zero_point), out_q.scale,
+              std::int8_t(clamp.min), std::int8_t(clamp.max), flags, &op),
+          "xnn_create_convolution2d_nhwc_qc8");
       adopt(op);
       check(xnn_setup_convolution2d_nhwc_qc8(op, 1, std::size_t(is.height), std::size_t(is.width), x.data.data(),
                                              y.data.data(), nullptr),
@@ -213,7 +211,8 @@ class op_network {
     const tensor out = add_buffer(x.dims, out_q);
     buffer& y = buffers_[std::size_t(out)];
     const clamp_range clamp = activation_range<T>(act, out_q);
-    const std::size_t dims[4] = {1, std::size_t(x.dims.height), std::size_t(x.dims.width), std::size_t(x.dims.channels)};
+    const std::size_t dims[4] = {1, std::size_t(x.dims.height), std::size_t(x.dims.width),
+                                 std::size_t(x.dims.channels)};
     xnn_operator_t op = nullptr;
     if constexpr (is_u8) {
       check(xnn_create_add_nd_qu8(std::uint8_t(x.quant.zero_point), x.quant.scale, std::uint8_t(z.quant.zero_point),
@@ -451,7 +450,8 @@ network_twin<Net> from_network(const typename Net::weights& w) {
           }
         }(),
         ...);
-  }(std::make_index_sequence<Net::layer_count>{});
+  }
+  (std::make_index_sequence<Net::layer_count>{});
   return twin;
 }
 

@@ -1,11 +1,12 @@
 // core/: padding and output-size formulas, activation clamps, tensor views, the error hook.
+#include "mosaiq/core.hpp"
+
 #include <doctest/doctest.h>
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
-#include "mosaiq/core.hpp"
 #include "support.hpp"
 
 using namespace mosaiq;
@@ -40,7 +41,7 @@ TEST_CASE("fused activations clamp in the quantized domain as TFLite computes th
   const quant_params u8_out{0.05f, 10};
   CHECK(activation_range<u8>(activation::none, u8_out) == clamp_range{0, 255});
   CHECK(activation_range<u8>(activation::relu, u8_out) == clamp_range{10, 255});
-  CHECK(activation_range<u8>(activation::relu6, u8_out) == clamp_range{10, 130});  // 10 + round(6 / 0.05)
+  CHECK(activation_range<u8>(activation::relu6, u8_out) == clamp_range{10, 130});       // 10 + round(6 / 0.05)
   CHECK(activation_range<u8>(activation::relu_n1_to_1, u8_out) == clamp_range{0, 30});  // 10 - 20 -> 0
   const quant_params i8_out{0.1f, -100};
   CHECK(activation_range<i8>(activation::relu6, i8_out) == clamp_range{-100, -40});

@@ -59,12 +59,14 @@ struct fixture {
     for (const auto& input : inputs) {
       REQUIRE(runner->run(float_u8->weights, std::span<const float>(input)));
       const auto head = [&]<mosaiq::fixed_string Box, mosaiq::fixed_string Class>() {
-        return face::head_view<float>{runner->template tensor<Box>().data(), runner->template tensor<Class>().data(),
-                                      {}, {}};
+        return face::head_view<float>{
+            runner->template tensor<Box>().data(), runner->template tensor<Class>().data(), {}, {}};
       };
       const std::array<face::head_view<float>, face::head_count> heads{
-          head.template operator()<"box0", "cls0">(), head.template operator()<"box1", "cls1">(),
-          head.template operator()<"box2", "cls2">(), head.template operator()<"box3", "cls3">(),
+          head.template operator()<"box0", "cls0">(),
+          head.template operator()<"box1", "cls1">(),
+          head.template operator()<"box2", "cls2">(),
+          head.template operator()<"box3", "cls3">(),
           head.template operator()<"box4", "cls4">(),
           face::head_view<float>{runner->template tensor<"box5">().data(), runner->output().data(), {}, {}}};
       std::vector<face::detection> found(100);
@@ -116,8 +118,8 @@ void check_quantized_detector(float score_tolerance) {
     const std::vector<T> input = face::to_network_elements<T>(f.photos[p].pixels);
     std::vector<face::detection> found(100);
     const long before = mosaiq::test::heap_allocations();
-    const std::size_t count = detector->detect(
-        mosaiq::tensor_view<const T>(input.data(), face::ssd_mobilenet_v1<T>::input_shape), {}, found);
+    const std::size_t count =
+        detector->detect(mosaiq::tensor_view<const T>(input.data(), face::ssd_mobilenet_v1<T>::input_shape), {}, found);
     CHECK(mosaiq::test::heap_allocations() == before);
     found.resize(count);
     MESSAGE(f.photos[p].name << ": " << f.float_detections[p].size() << " float faces, " << count << " quantized");
@@ -169,9 +171,11 @@ TEST_CASE("face: a model file for the other element type or a truncated one is r
 
 int main(int argc, char** argv) {
   const char* dir = std::getenv("MOSAIQ_FACE_API_DIR");
-  if (dir == nullptr || *dir == '\0' || !std::filesystem::exists(std::filesystem::path(dir) / face::manifest_in_package)) {
-    std::printf("skipped: the @vladmandic/face-api package is not available (set MOSAIQ_FACE_API_DIR to an unpacked "
-                "`npm pack @vladmandic/face-api`; scripts/test does this when npm is installed)\n");
+  if (dir == nullptr || *dir == '\0' ||
+      !std::filesystem::exists(std::filesystem::path(dir) / face::manifest_in_package)) {
+    std::printf(
+        "skipped: the @vladmandic/face-api package is not available (set MOSAIQ_FACE_API_DIR to an unpacked "
+        "`npm pack @vladmandic/face-api`; scripts/test does this when npm is installed)\n");
     return 77;
   }
   package_dir = dir;

@@ -70,12 +70,15 @@ std::vector<std::uint32_t> plain_nms(const std::vector<mosaiq::corner_box>& boxe
 constexpr std::size_t max_boxes = 48;
 constexpr mosaiq::detection_output_config small_ssd{
     .priors = 16, .classes = 4, .top_k = 5, .keep_top_k = 7, .code = mosaiq::box_code::center_size};
-constexpr mosaiq::detection_output_config small_open{.priors = 16, .classes = 3, .background_label = -1,
-                                                     .code = mosaiq::box_code::corner_size, .share_location = false};
-constexpr mosaiq::tflite_postprocess_config small_fast{.anchors = 16, .classes = 3, .max_detections = 5,
-                                                       .max_classes_per_detection = 2};
-constexpr mosaiq::tflite_postprocess_config small_regular{.anchors = 16, .classes = 3, .background_column = false,
-                                                          .max_detections = 6, .detections_per_class = 3,
+constexpr mosaiq::detection_output_config small_open{
+    .priors = 16, .classes = 3, .background_label = -1, .code = mosaiq::box_code::corner_size, .share_location = false};
+constexpr mosaiq::tflite_postprocess_config small_fast{
+    .anchors = 16, .classes = 3, .max_detections = 5, .max_classes_per_detection = 2};
+constexpr mosaiq::tflite_postprocess_config small_regular{.anchors = 16,
+                                                          .classes = 3,
+                                                          .background_column = false,
+                                                          .max_detections = 6,
+                                                          .detections_per_class = 3,
                                                           .use_regular_nms = true};
 
 void fuzz_nms(byte_reader& in) {
@@ -103,7 +106,8 @@ void fuzz_nms(byte_reader& in) {
       .iou_threshold = static_cast<float>(in.byte()) / 255.0f,
       .score_threshold = static_cast<float>(in.byte()) / 255.0f,
       .top_k = in.byte() % 2 ? mosaiq::no_limit : in.byte() % 20};
-  const std::size_t soft_count = mosaiq::soft_nms(boxes, scores, soft, std::span(kept).first(n), kept_scores, scratch.span());
+  const std::size_t soft_count =
+      mosaiq::soft_nms(boxes, scores, soft, std::span(kept).first(n), kept_scores, scratch.span());
   expect(soft_count <= std::min(n, soft.top_k));
   for (std::size_t i = 0; i < soft_count; ++i) {
     expect(kept[i] < n && kept_scores[i] >= soft.score_threshold);
@@ -122,10 +126,12 @@ void fuzz_detection_output(byte_reader& in, const std::vector<L>& loc, const std
   }
   static typename mosaiq::detection_output<Cfg>::workspace scratch;
   std::array<mosaiq::detection, mosaiq::detection_output<Cfg>::max_detections> out{};
-  const mosaiq::detection_output<Cfg> layer({.confidence = in.mixed(), .nms = static_cast<float>(in.byte()) / 200.0f,
+  const mosaiq::detection_output<Cfg> layer({.confidence = in.mixed(),
+                                             .nms = static_cast<float>(in.byte()) / 200.0f,
                                              .eta = 0.5f + static_cast<float>(in.byte() % 128) / 254.0f});
-  const std::size_t count = layer.run(mosaiq::input_tensor<L>{loc, loc_quant},
-                                      mosaiq::score_tensor<S>{conf, conf_quant, activation}, priors, out, scratch.bytes);
+  const std::size_t count =
+      layer.run(mosaiq::input_tensor<L>{loc, loc_quant}, mosaiq::score_tensor<S>{conf, conf_quant, activation}, priors,
+                out, scratch.bytes);
   expect(count <= out.size());
   for (std::size_t i = 0; i < count; ++i) {
     expect(out[i].label >= 0 && out[i].label < static_cast<int>(Cfg.classes) && out[i].label != Cfg.background_label);
@@ -144,10 +150,12 @@ void fuzz_tflite(byte_reader& in, const std::vector<float>& encodings, const std
   std::array<std::array<float, 4>, op::output_rows> boxes{};
   std::array<float, op::output_rows> classes{}, out_scores{};
   const op postprocess({.score_threshold = in.mixed(), .iou_threshold = static_cast<float>(1 + in.byte()) / 256.0f});
-  const std::size_t count = postprocess.run(mosaiq::input_tensor<float>{encodings}, mosaiq::score_tensor<S>{scores, quant},
-                                            anchors, {boxes, classes, out_scores}, scratch.bytes);
+  const std::size_t count =
+      postprocess.run(mosaiq::input_tensor<float>{encodings}, mosaiq::score_tensor<S>{scores, quant}, anchors,
+                      {boxes, classes, out_scores}, scratch.bytes);
   expect(count <= Cfg.max_detections);
-  for (std::size_t i = 0; i < op::output_rows; ++i) expect(classes[i] >= 0 && classes[i] < static_cast<float>(Cfg.classes));
+  for (std::size_t i = 0; i < op::output_rows; ++i)
+    expect(classes[i] >= 0 && classes[i] < static_cast<float>(Cfg.classes));
 }
 
 }  // namespace
@@ -157,7 +165,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   byte_reader in(data, size);
   fuzz_nms(in);
 
-  std::vector<float> loc(small_open.priors * small_open.loc_classes() * 4), conf(small_open.priors * small_open.classes);
+  std::vector<float> loc(small_open.priors * small_open.loc_classes() * 4),
+      conf(small_open.priors * small_open.classes);
   for (auto& v : loc) v = in.mixed();
   for (auto& v : conf) v = in.mixed();
   fuzz_detection_output<small_open>(in, loc, conf, {}, {}, mosaiq::score_activation::none);
@@ -173,8 +182,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz_detection_output<small_ssd>(in, loc_u8, conf_u8, loc_quant, conf_quant, mosaiq::score_activation::none);
   std::vector<std::int8_t> conf_i8(conf_u8.size());
   for (auto& v : conf_i8) v = static_cast<std::int8_t>(in.byte());
-  fuzz_detection_output<small_ssd>(in, loc_u8, conf_i8, loc_quant, {0.05f, in.byte() - 128},
-                                   in.byte() % 2 ? mosaiq::score_activation::logistic : mosaiq::score_activation::softmax);
+  fuzz_detection_output<small_ssd>(
+      in, loc_u8, conf_i8, loc_quant, {0.05f, in.byte() - 128},
+      in.byte() % 2 ? mosaiq::score_activation::logistic : mosaiq::score_activation::softmax);
 
   std::vector<float> encodings(small_fast.anchors * 4), fast_scores(small_fast.anchors * small_fast.score_columns());
   for (auto& v : encodings) v = in.mixed();

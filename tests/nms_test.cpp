@@ -2,6 +2,8 @@
 // for each rule, random SSD-shaped inputs against plain std::vector / std::stable_sort implementations written here,
 // and (when the build defines MOSAIQ_HAVE_OPENCV) OpenCV dnn's NMSBoxes and softNMSBoxes (its PriorBox and
 // DetectionOutput: priors_opencv_test.cpp).
+#include "mosaiq/ops/nms.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -16,8 +18,6 @@
 #include <tuple>
 #include <vector>
 
-#include "mosaiq/ops/nms.hpp"
-
 #include "allocation_counter.hpp"
 #include "ssd_test_data.hpp"
 
@@ -29,7 +29,6 @@
 #include <opencv2/dnn.hpp>
 #pragma GCC diagnostic pop
 #endif
-
 
 namespace {
 
@@ -101,8 +100,10 @@ std::vector<int> ref_caffe_nms(const std::vector<corner_box>& boxes, const std::
   for (const auto& [score, idx] : order) {
     bool keep = true;
     for (const int k : kept) {
-      if (keep) keep = ref_caffe_overlap(boxes[static_cast<std::size_t>(idx)], boxes[static_cast<std::size_t>(k)]) <= adaptive;
-      else break;
+      if (keep)
+        keep = ref_caffe_overlap(boxes[static_cast<std::size_t>(idx)], boxes[static_cast<std::size_t>(k)]) <= adaptive;
+      else
+        break;
     }
     if (keep) kept.push_back(idx);
     if (keep && eta < 1 && adaptive > 0.5f) adaptive *= eta;
@@ -133,7 +134,8 @@ std::vector<detection> ref_detection_output(const std::vector<float>& loc, const
     std::vector<float> scores(n);
     const int lc = share_location ? 0 : c;
     for (std::size_t p = 0; p < n; ++p) {
-      boxes[p] = ref_decode_center_size(priors[p], &loc[(p * static_cast<std::size_t>(loc_classes) + static_cast<std::size_t>(lc)) * 4]);
+      boxes[p] = ref_decode_center_size(
+          priors[p], &loc[(p * static_cast<std::size_t>(loc_classes) + static_cast<std::size_t>(lc)) * 4]);
       scores[p] = conf[p * static_cast<std::size_t>(classes) + static_cast<std::size_t>(c)];
     }
     for (const int k : ref_caffe_nms(boxes, scores, conf_th, nms_th, eta, top_k))
@@ -141,9 +143,9 @@ std::vector<detection> ref_detection_output(const std::vector<float>& loc, const
   }
   if (keep_top_k > -1 && static_cast<long>(all.size()) > keep_top_k) {
     std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-      return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) > std::get<0>(b)
+      return std::get<0>(a) != std::get<0>(b)   ? std::get<0>(a) > std::get<0>(b)
              : std::get<1>(a) != std::get<1>(b) ? std::get<1>(a) < std::get<1>(b)
-                                                 : std::get<2>(a) < std::get<2>(b);
+                                                : std::get<2>(a) < std::get<2>(b);
     });
     all.resize(static_cast<std::size_t>(keep_top_k));
   }
@@ -154,18 +156,20 @@ std::vector<detection> ref_detection_output(const std::vector<float>& loc, const
     std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     const int lc = share_location ? 0 : label;
     for (const auto& [score, prior] : entries)
-      out.push_back({0, label, score,
-                     ref_decode_center_size(priors[static_cast<std::size_t>(prior)],
-                                            &loc[(static_cast<std::size_t>(prior) * static_cast<std::size_t>(loc_classes) +
-                                                  static_cast<std::size_t>(lc)) * 4])});
+      out.push_back(
+          {0, label, score,
+           ref_decode_center_size(priors[static_cast<std::size_t>(prior)],
+                                  &loc[(static_cast<std::size_t>(prior) * static_cast<std::size_t>(loc_classes) +
+                                        static_cast<std::size_t>(lc)) *
+                                       4])});
   }
   return out;
 }
 
 constexpr auto ssd300_priors =
     mosaiq::caffe_priors<mosaiq::caffe_prior_count(mosaiq::ssd300_prior_layers)>(mosaiq::ssd300_prior_layers);
-constexpr auto mobilenet_anchors = mosaiq::ssd_anchors<mosaiq::ssd_mobilenet_anchor_generator.anchor_count()>(
-    mosaiq::ssd_mobilenet_anchor_generator);
+constexpr auto mobilenet_anchors =
+    mosaiq::ssd_anchors<mosaiq::ssd_mobilenet_anchor_generator.anchor_count()>(mosaiq::ssd_mobilenet_anchor_generator);
 
 }  // namespace
 
@@ -214,8 +218,13 @@ TEST_CASE("Caffe PriorBox: ratio list, order, values, size rules, clip") {
   CHECK(count == 2);
 
   // One cell at the image centre: min 30, max 60, ratio 2 with flip -> 4 priors in Caffe order.
-  const mosaiq::caffe_prior_layer one{.layer_height = 1, .layer_width = 1, .min_sizes = {30}, .max_sizes = {60},
-                                      .aspect_ratios = {2}, .step_h = 300, .step_w = 300,
+  const mosaiq::caffe_prior_layer one{.layer_height = 1,
+                                      .layer_width = 1,
+                                      .min_sizes = {30},
+                                      .max_sizes = {60},
+                                      .aspect_ratios = {2},
+                                      .step_h = 300,
+                                      .step_w = 300,
                                       .variances = {0.1f, 0.1f, 0.2f, 0.2f}};
   REQUIRE(one.prior_count() == 4);
   std::array<prior_box, 4> priors{};
@@ -231,16 +240,16 @@ TEST_CASE("Caffe PriorBox: ratio list, order, values, size rules, clip") {
   CHECK(priors[3].variance == std::array<float, 4>{0.1f, 0.1f, 0.2f, 0.2f});
 
   // Cell centres: (w + offset) * step; step defaults to image / layer.
-  const mosaiq::caffe_prior_layer grid{.layer_height = 2, .layer_width = 3, .image_height = 60, .image_width = 90,
-                                       .min_sizes = {10}};
+  const mosaiq::caffe_prior_layer grid{
+      .layer_height = 2, .layer_width = 3, .image_height = 60, .image_width = 90, .min_sizes = {10}};
   std::array<prior_box, 6> cells{};
   REQUIRE(mosaiq::generate_caffe_priors(grid, cells) == 6);
   CHECK(cells[1].box.xmin == doctest::Approx((45.0 - 5.0) / 90.0));  // row 0, column 1: cx = 1.5 * 30
   CHECK(cells[3].box.ymin == doctest::Approx((45.0 - 5.0) / 60.0));  // row 1, column 0: cy = 1.5 * 30
 
   // Fractional sizes: truncated to int by the Caffe ssd head, kept by OpenCV.
-  mosaiq::caffe_prior_layer fractional{.layer_height = 1, .layer_width = 1, .min_sizes = {35.84f},
-                                       .step_h = 300, .step_w = 300};
+  mosaiq::caffe_prior_layer fractional{
+      .layer_height = 1, .layer_width = 1, .min_sizes = {35.84f}, .step_h = 300, .step_w = 300};
   std::array<prior_box, 1> p{};
   mosaiq::generate_caffe_priors(fractional, p);
   CHECK(p[0].box.xmin == static_cast<float>((150 - 35 / 2.) / 300.));
@@ -249,8 +258,8 @@ TEST_CASE("Caffe PriorBox: ratio list, order, values, size rules, clip") {
   CHECK(p[0].box.xmin == (150.0f - 35.84f * 0.5f) / 300.0f);
 
   // Clip to [0, 1] after generation.
-  mosaiq::caffe_prior_layer big{.layer_height = 1, .layer_width = 1, .min_sizes = {300}, .max_sizes = {400},
-                                .step_h = 300, .step_w = 300};
+  mosaiq::caffe_prior_layer big{
+      .layer_height = 1, .layer_width = 1, .min_sizes = {300}, .max_sizes = {400}, .step_h = 300, .step_w = 300};
   std::array<prior_box, 2> b{};
   mosaiq::generate_caffe_priors(big, b);
   CHECK(b[1].box.xmin < 0.0f);
@@ -261,7 +270,8 @@ TEST_CASE("Caffe PriorBox: ratio list, order, values, size rules, clip") {
 
 TEST_CASE("SSD300 priors: 8732, compile time equals run time") {
   static_assert(ssd300_priors.size() == 8732);
-  static_assert(mosaiq::ssd300_prior_layers[0].priors_per_cell() == 4 && mosaiq::ssd300_prior_layers[1].priors_per_cell() == 6);
+  static_assert(mosaiq::ssd300_prior_layers[0].priors_per_cell() == 4 &&
+                mosaiq::ssd300_prior_layers[1].priors_per_cell() == 6);
   std::vector<prior_box> runtime(8732);
   REQUIRE(mosaiq::generate_caffe_priors(mosaiq::ssd300_prior_layers, runtime) == 8732);
   CHECK(std::equal(runtime.begin(), runtime.end(), ssd300_priors.begin()));
@@ -273,7 +283,8 @@ TEST_CASE("SSD300 priors: 8732, compile time equals run time") {
   CHECK(ssd300_priors[0].box.xmin == static_cast<float>((4 - 15.) / 300.));
   CHECK(ssd300_priors[0].box.xmax == static_cast<float>((4 + 15.) / 300.));
   // Last prior: the 1x1 layer's 1/2 ratio box.
-  CHECK(ssd300_priors[8731].box.ymin == static_cast<float>((150 - static_cast<float>(264 * std::sqrt(2.0)) / 2.) / 300.));
+  CHECK(ssd300_priors[8731].box.ymin ==
+        static_cast<float>((150 - static_cast<float>(264 * std::sqrt(2.0)) / 2.) / 300.));
 }
 
 TEST_CASE("SSD-MobileNet anchors: 1917, lowest layer reduced, interpolated scale") {
@@ -381,8 +392,10 @@ TEST_CASE("nms: hand-computed rules") {
   const std::vector<corner_box> inverted{{10, 10, 0, 0}, {0, 0, 10, 10}};
   CHECK(run_nms(inverted, {0.9f, 0.8f}, {.iou_threshold = 0.1f}) == std::vector<std::uint32_t>{0, 1});
   // Touching boxes do not overlap.
-  CHECK(run_nms({{0, 0, 1, 1}, {1, 0, 2, 1}}, {0.9f, 0.8f}, {.iou_threshold = 0.0f}) == std::vector<std::uint32_t>{0, 1});
-  CHECK(run_nms({{0, 0, 1, 1}, {0.5f, 0, 2, 1}}, {0.9f, 0.8f}, {.iou_threshold = 0.0f}) == std::vector<std::uint32_t>{0});
+  CHECK(run_nms({{0, 0, 1, 1}, {1, 0, 2, 1}}, {0.9f, 0.8f}, {.iou_threshold = 0.0f}) ==
+        std::vector<std::uint32_t>{0, 1});
+  CHECK(run_nms({{0, 0, 1, 1}, {0.5f, 0, 2, 1}}, {0.9f, 0.8f}, {.iou_threshold = 0.0f}) ==
+        std::vector<std::uint32_t>{0});
   // The output span bounds the result.
   std::vector<std::byte> scratch(mosaiq::nms_scratch_bytes(3));
   std::array<std::uint32_t, 1> one{};
@@ -402,7 +415,8 @@ TEST_CASE("nms: NaN and infinite inputs follow Caffe/OpenCV") {
   // Infinite coordinates stay defined (inf - inf is NaN, handled like the NaN cases).
   const std::vector<corner_box> infinite{{-inf_value, -inf_value, inf_value, inf_value}, {0, 0, 1, 1}, {0, 0, 1, 1}};
   const auto kept = run_nms(infinite, {0.9f, 0.8f, 0.7f}, {.iou_threshold = 0.45f});
-  CHECK(std::vector<int>(kept.begin(), kept.end()) == ref_caffe_nms(infinite, {0.9f, 0.8f, 0.7f}, -FLT_MAX, 0.45f, 1.0f, -1));
+  CHECK(std::vector<int>(kept.begin(), kept.end()) ==
+        ref_caffe_nms(infinite, {0.9f, 0.8f, 0.7f}, -FLT_MAX, 0.45f, 1.0f, -1));
   // Misuse is reported and nothing is written.
   error_recorder errors;
   CHECK(run_nms(apart, {0.1f, 0.2f, 0.3f, 0.4f}, {.iou_threshold = nan_value}).empty());
@@ -430,7 +444,9 @@ TEST_CASE("nms: random boxes against the scalar Caffe rules") {
     const long top_k = trial % 4 == 0 ? 50 : -1;
     const auto expected = ref_caffe_nms(boxes, scores, 0.2f, threshold, eta, top_k);
     const auto actual = run_nms(boxes, scores,
-                                {.score_threshold = 0.2f, .iou_threshold = threshold, .eta = eta,
+                                {.score_threshold = 0.2f,
+                                 .iou_threshold = threshold,
+                                 .eta = eta,
                                  .top_k = top_k < 0 ? no_limit : static_cast<std::size_t>(top_k)});
     REQUIRE(std::vector<int>(actual.begin(), actual.end()) == expected);
   }
@@ -441,10 +457,10 @@ TEST_CASE("nms: random boxes against the scalar Caffe rules") {
 
 namespace {
 // 4 priors whose decoded boxes (CORNER code, zero prior, variance 1) equal the loc values.
-constexpr std::array<prior_box, 4> identity_priors{{{{}, {1, 1, 1, 1}}, {{}, {1, 1, 1, 1}}, {{}, {1, 1, 1, 1}},
-                                                    {{}, {1, 1, 1, 1}}}};
-const std::vector<float> hand_loc{0, 0, .4f, .4f,  .05f, 0, .45f, .4f,  .5f, .5f, .9f, .9f,  .6f, .6f, 1, 1};
-const std::vector<float> hand_conf{.1f, .8f, .1f,  .1f, .7f, .2f,  .2f, .3f, .5f,  .3f, .05f, .65f};
+constexpr std::array<prior_box, 4> identity_priors{
+    {{{}, {1, 1, 1, 1}}, {{}, {1, 1, 1, 1}}, {{}, {1, 1, 1, 1}}, {{}, {1, 1, 1, 1}}}};
+const std::vector<float> hand_loc{0, 0, .4f, .4f, .05f, 0, .45f, .4f, .5f, .5f, .9f, .9f, .6f, .6f, 1, 1};
+const std::vector<float> hand_conf{.1f, .8f, .1f, .1f, .7f, .2f, .2f, .3f, .5f, .3f, .05f, .65f};
 
 std::vector<std::tuple<int, float, int>> label_score_prior(const std::vector<detection>& rows,
                                                            const std::vector<float>& loc) {
@@ -452,7 +468,9 @@ std::vector<std::tuple<int, float, int>> label_score_prior(const std::vector<det
   for (const auto& row : rows) {
     int prior = -1;
     for (int p = 0; p < 4; ++p)
-      if (loc[static_cast<std::size_t>(p) * 4] == row.box.xmin && loc[static_cast<std::size_t>(p) * 4 + 1] == row.box.ymin) prior = p;
+      if (loc[static_cast<std::size_t>(p) * 4] == row.box.xmin &&
+          loc[static_cast<std::size_t>(p) * 4 + 1] == row.box.ymin)
+        prior = p;
     result.emplace_back(row.label, row.score, prior);
   }
   return result;
@@ -525,12 +543,14 @@ TEST_CASE("detection_output: ties, NaN, infinities, degenerate boxes") {
   // Zero-area and inverted boxes never suppress nor get suppressed.
   const std::vector<float> degenerate{0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1};
   CHECK(run_detection<cfg>(degenerate, {0, .9f, 0, .8f, 0, .7f, 0, .6f}, identity_priors,
-                           {.confidence = 0.1f, .nms = 0.1f}).size() == 4);
+                           {.confidence = 0.1f, .nms = 0.1f})
+            .size() == 4);
   // Huge location values overflow exp() to inf: defined results, no crash.
   constexpr mosaiq::detection_output_config center{.priors = 4, .classes = 2, .code = box_code::center_size};
   constexpr std::array<prior_box, 4> unit{{{{0, 0, .5f, .5f}}, {{0, 0, .5f, .5f}}, {{.5f, .5f, 1, 1}}, {{0, 0, 1, 1}}}};
   const std::vector<float> wild{0, 0, 1e30f, 1e30f, inf_value, -inf_value, nan_value, 0, 0, 0, -1e30f, 0, 1, 1, 1, 1};
-  const auto wild_rows = run_detection<center>(wild, {0, .9f, 0, .8f, 0, .7f, 0, .6f}, unit, {.confidence = 0.1f, .nms = 0.45f});
+  const auto wild_rows =
+      run_detection<center>(wild, {0, .9f, 0, .8f, 0, .7f, 0, .6f}, unit, {.confidence = 0.1f, .nms = 0.45f});
   CHECK(wild_rows.size() >= 1);
   CHECK(wild_rows[0].score == .9f);
 }
@@ -541,11 +561,11 @@ TEST_CASE("detection_output: quantized scores compare in the quantized domain") 
   static mosaiq::detection_output<cfg>::workspace scratch;
   std::array<detection, 8> out{};
   // Scores q / 256: the threshold 32/256 keeps q = 33, drops q = 32.
-  const std::array<std::uint8_t, 12> conf{0, 33, 32,  0, 200, 0,  0, 0, 255,  0, 31, 40};
+  const std::array<std::uint8_t, 12> conf{0, 33, 32, 0, 200, 0, 0, 0, 255, 0, 31, 40};
   const mosaiq::detection_output<cfg> layer({.confidence = 32.0f / 256.0f, .nms = 0.45f});
-  const std::size_t n = layer.run(mosaiq::input_tensor<float>{hand_loc},
-                                  mosaiq::score_tensor<std::uint8_t>{conf, {1.0f / 256.0f, 0}}, identity_priors, out,
-                                  scratch.bytes);
+  const std::size_t n =
+      layer.run(mosaiq::input_tensor<float>{hand_loc}, mosaiq::score_tensor<std::uint8_t>{conf, {1.0f / 256.0f, 0}},
+                identity_priors, out, scratch.bytes);
   CHECK(label_score_prior({out.begin(), out.begin() + static_cast<long>(n)}, hand_loc) ==
         rows{{1, 200 / 256.0f, 1}, {2, 1.0f - 1 / 256.0f, 2}, {2, 40 / 256.0f, 3}});
   // int8 scores and int8 locations (scale 1/100): same boxes to 1e-6.
@@ -553,29 +573,34 @@ TEST_CASE("detection_output: quantized scores compare in the quantized domain") 
   for (std::size_t i = 0; i < 16; ++i) loc_q[i] = static_cast<std::int8_t>(std::lround(hand_loc[i] * 100));
   std::array<std::int8_t, 12> conf_q{};
   for (std::size_t i = 0; i < 12; ++i) conf_q[i] = static_cast<std::int8_t>(conf[i] - 128);
-  const std::size_t m = layer.run(mosaiq::input_tensor<std::int8_t>{loc_q, {0.01f, 0}},
-                                  mosaiq::score_tensor<std::int8_t>{conf_q, {1.0f / 256.0f, -128}}, identity_priors,
-                                  out, scratch.bytes);
+  const std::size_t m =
+      layer.run(mosaiq::input_tensor<std::int8_t>{loc_q, {0.01f, 0}},
+                mosaiq::score_tensor<std::int8_t>{conf_q, {1.0f / 256.0f, -128}}, identity_priors, out, scratch.bytes);
   REQUIRE(m == 3);
   CHECK(out[0].box.xmax == doctest::Approx(0.45f));
   CHECK(out[2].score == 40 / 256.0f);
   // Logistic over quantized logits: sigmoid(q * 0.1) > 0.5 iff q > 0.
   const std::array<std::int8_t, 12> logits{0, 1, 0, 0, 0, 0, 0, -1, 0, 0, 0, 5};
   const mosaiq::detection_output<cfg> half({.confidence = 0.5f, .nms = 0.45f});
-  const std::size_t k = half.run(mosaiq::input_tensor<float>{hand_loc},
-                                 mosaiq::score_tensor<std::int8_t>{logits, {0.1f, 0}, mosaiq::score_activation::logistic},
-                                 identity_priors, out, scratch.bytes);
+  const std::size_t k =
+      half.run(mosaiq::input_tensor<float>{hand_loc},
+               mosaiq::score_tensor<std::int8_t>{logits, {0.1f, 0}, mosaiq::score_activation::logistic},
+               identity_priors, out, scratch.bytes);
   CHECK(label_score_prior({out.begin(), out.begin() + static_cast<long>(k)}, hand_loc) ==
         rows{{1, 1.0f / (1.0f + std::exp(-0.1f)), 0}, {2, 1.0f / (1.0f + std::exp(-0.5f)), 3}});
   // Softmax over quantized logits: equal logits give 1/3 each.
   const std::array<std::uint8_t, 12> flat{7, 7, 7, 7, 7, 7, 0, 9, 0, 0, 0, 0};
   const mosaiq::detection_output<cfg> third({.confidence = 0.3f, .nms = 0.45f});
-  const std::size_t s = third.run(mosaiq::input_tensor<float>{hand_loc},
-                                  mosaiq::score_tensor<std::uint8_t>{flat, {1.0f, 0}, mosaiq::score_activation::softmax},
-                                  identity_priors, out, scratch.bytes);
+  const std::size_t s =
+      third.run(mosaiq::input_tensor<float>{hand_loc},
+                mosaiq::score_tensor<std::uint8_t>{flat, {1.0f, 0}, mosaiq::score_activation::softmax}, identity_priors,
+                out, scratch.bytes);
   // p0, p1, p3 at 1/3 per class (p1 suppressed by p0), p2 class 1 near 1 (e^-9 elsewhere).
-  CHECK(label_score_prior({out.begin(), out.begin() + static_cast<long>(s)}, hand_loc) ==
-        rows{{1, out[0].score, 2}, {1, out[1].score, 0}, {1, out[1].score, 3}, {2, out[1].score, 0}, {2, out[1].score, 3}});
+  CHECK(label_score_prior({out.begin(), out.begin() + static_cast<long>(s)}, hand_loc) == rows{{1, out[0].score, 2},
+                                                                                               {1, out[1].score, 0},
+                                                                                               {1, out[1].score, 3},
+                                                                                               {2, out[1].score, 0},
+                                                                                               {2, out[1].score, 3}});
   CHECK(out[0].score == doctest::Approx(1.0 / (1.0 + 2 * std::exp(-9.0))));
   CHECK(out[1].score == doctest::Approx(1.0 / 3.0));
 }
@@ -605,9 +630,11 @@ TEST_CASE("detection_output: random SSD300 inputs against the scalar Caffe rules
       .priors = 8732, .classes = 21, .top_k = 400, .keep_top_k = 200, .code = box_code::center_size};
   for (int trial = 0; trial < 3; ++trial) {
     const auto in = random_ssd_inputs(8732, 21, 1, rng);
-    const auto expected = ref_detection_output(in.loc, in.conf, ssd300_priors, 21, 0, 0.01f, 0.45f, 1.0f, 400, 200, true);
+    const auto expected =
+        ref_detection_output(in.loc, in.conf, ssd300_priors, 21, 0, 0.01f, 0.45f, 1.0f, 400, 200, true);
     CHECK(expected.size() == 200);
-    check_same_detections(expected, run_detection<ssd300>(in.loc, in.conf, ssd300_priors, {.confidence = 0.01f, .nms = 0.45f}));
+    check_same_detections(expected,
+                          run_detection<ssd300>(in.loc, in.conf, ssd300_priors, {.confidence = 0.01f, .nms = 0.45f}));
   }
   // Identical priors and zero offsets: every class keeps one box after walking its whole top_k, more candidates than
   // the global first pass holds, so the per-class selection has to take over.
@@ -621,12 +648,13 @@ TEST_CASE("detection_output: random SSD300 inputs against the scalar Caffe rules
                                                                 {.confidence = 0.01f, .nms = 0.45f}));
   // No limits, eta, no background, per-class locations, on a smaller prior set.
   std::vector<prior_box> priors(ssd300_priors.end() - 600, ssd300_priors.end());
-  constexpr mosaiq::detection_output_config open{.priors = 600, .classes = 5, .background_label = -1,
-                                                  .code = box_code::center_size, .share_location = false};
+  constexpr mosaiq::detection_output_config open{
+      .priors = 600, .classes = 5, .background_label = -1, .code = box_code::center_size, .share_location = false};
   for (int trial = 0; trial < 3; ++trial) {
     const auto in = random_ssd_inputs(600, 5, 5, rng, 40);
     const auto expected = ref_detection_output(in.loc, in.conf, priors, 5, -1, 0.02f, 0.6f, 0.9f, -1, -1, false);
-    check_same_detections(expected, run_detection<open>(in.loc, in.conf, priors, {.confidence = 0.02f, .nms = 0.6f, .eta = 0.9f}));
+    check_same_detections(
+        expected, run_detection<open>(in.loc, in.conf, priors, {.confidence = 0.02f, .nms = 0.6f, .eta = 0.9f}));
   }
 }
 
@@ -651,7 +679,8 @@ TEST_CASE("detection_output: quantized and logit inputs against the scalar rules
     const auto* row = &conf_q[p * 21];
     const int max = *std::max_element(row, row + 21);
     float sum = 0;
-    for (int c = 0; c < 21; ++c) sum += static_cast<float>(std::exp(static_cast<double>(logit_quant.scale) * (row[c] - max)));
+    for (int c = 0; c < 21; ++c)
+      sum += static_cast<float>(std::exp(static_cast<double>(logit_quant.scale) * (row[c] - max)));
     for (int c = 0; c < 21; ++c)
       softmax[p * 21 + static_cast<std::size_t>(c)] =
           static_cast<float>(std::exp(static_cast<double>(logit_quant.scale) * (row[c] - max))) * (1.0f / sum);
@@ -661,9 +690,10 @@ TEST_CASE("detection_output: quantized and logit inputs against the scalar rules
   const mosaiq::detection_output<cfg> layer({.confidence = 0.05f, .nms = 0.45f});
   const auto run = [&](mosaiq::score_activation activation, mosaiq::quant_params quant) {
     return std::vector<detection>(
-        out.begin(), out.begin() + static_cast<long>(layer.run(mosaiq::input_tensor<std::uint8_t>{loc_q, loc_quant},
-                                                               mosaiq::score_tensor<std::uint8_t>{conf_q, quant, activation},
-                                                               priors, out, scratch.bytes)));
+        out.begin(),
+        out.begin() + static_cast<long>(layer.run(mosaiq::input_tensor<std::uint8_t>{loc_q, loc_quant},
+                                                  mosaiq::score_tensor<std::uint8_t>{conf_q, quant, activation}, priors,
+                                                  out, scratch.bytes)));
   };
   check_same_detections(ref_detection_output(loc, conf, priors, 21, 0, 0.05f, 0.45f, 1.0f, 100, 100, true),
                         run(mosaiq::score_activation::none, conf_quant));
@@ -686,7 +716,8 @@ struct tflite_row {
 corner_box ref_tf_decode(const center_box& a, const float* t) {
   const double yc = t[0] / 10.0 * a.height + a.ycenter, xc = t[1] / 10.0 * a.width + a.xcenter;
   const double hh = 0.5 * std::exp(t[2] / 5.0) * a.height, hw = 0.5 * std::exp(t[3] / 5.0) * a.width;
-  return {static_cast<float>(xc - hw), static_cast<float>(yc - hh), static_cast<float>(xc + hw), static_cast<float>(yc + hh)};
+  return {static_cast<float>(xc - hw), static_cast<float>(yc - hh), static_cast<float>(xc + hw),
+          static_cast<float>(yc + hh)};
 }
 
 float ref_tf_iou(const corner_box& i, const corner_box& j) {
@@ -704,15 +735,17 @@ std::vector<int> ref_tf_nms(const std::vector<corner_box>& boxes, const std::vec
   std::vector<int> order;
   for (int i = 0; i < static_cast<int>(scores.size()); ++i)
     if (scores[static_cast<std::size_t>(i)] >= score_th) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return scores[static_cast<std::size_t>(a)] > scores[static_cast<std::size_t>(b)]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return scores[static_cast<std::size_t>(a)] > scores[static_cast<std::size_t>(b)];
+  });
   std::vector<bool> active(order.size(), true);
   std::vector<int> selected;
   for (std::size_t i = 0; i < order.size() && selected.size() < max_detections; ++i) {
     if (!active[i]) continue;
     selected.push_back(order[i]);
     for (std::size_t j = i + 1; j < order.size(); ++j)
-      if (active[j] && ref_tf_iou(boxes[static_cast<std::size_t>(order[i])], boxes[static_cast<std::size_t>(order[j])]) > iou_th)
+      if (active[j] &&
+          ref_tf_iou(boxes[static_cast<std::size_t>(order[i])], boxes[static_cast<std::size_t>(order[j])]) > iou_th)
         active[j] = false;
   }
   return selected;
@@ -732,12 +765,14 @@ std::vector<tflite_row> ref_tflite(const std::vector<float>& enc, const std::vec
   };
   if (!regular) {
     std::vector<float> max_scores(n);
-    for (std::size_t a = 0; a < n; ++a) max_scores[a] = *std::max_element(&scores[a * columns + 1], &scores[a * columns + columns]);
+    for (std::size_t a = 0; a < n; ++a)
+      max_scores[a] = *std::max_element(&scores[a * columns + 1], &scores[a * columns + columns]);
     for (const int a : ref_tf_nms(boxes, max_scores, score_th, iou_th, max_det)) {
       std::vector<std::size_t> labels(classes);
       for (std::size_t c = 0; c < classes; ++c) labels[c] = c;
       std::stable_sort(labels.begin(), labels.end(), [&](std::size_t x, std::size_t y) {
-        return scores[static_cast<std::size_t>(a) * columns + 1 + x] > scores[static_cast<std::size_t>(a) * columns + 1 + y];
+        return scores[static_cast<std::size_t>(a) * columns + 1 + x] >
+               scores[static_cast<std::size_t>(a) * columns + 1 + y];
       });
       for (std::size_t k = 0; k < std::min(per_det, classes); ++k)
         out.push_back(row_of(a, labels[k], scores[static_cast<std::size_t>(a) * columns + 1 + labels[k]]));
@@ -751,7 +786,8 @@ std::vector<tflite_row> ref_tflite(const std::vector<float>& enc, const std::vec
     for (const int a : ref_tf_nms(boxes, class_scores, score_th, iou_th, per_class))
       all.emplace_back(class_scores[static_cast<std::size_t>(a)], c, a);
   }
-  std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& x, const auto& y) { return std::get<0>(x) > std::get<0>(y); });
   if (all.size() > max_det) all.resize(max_det);
   for (const auto& [score, label, anchor] : all) out.push_back(row_of(anchor, label, score));
   return out;
@@ -765,14 +801,16 @@ std::vector<tflite_row> run_tflite(const std::vector<float>& enc, const mosaiq::
   static typename op::workspace scratch;
   std::vector<std::array<float, 4>> boxes(op::output_rows);
   std::vector<float> classes(op::output_rows), out_scores(op::output_rows);
-  const std::size_t n = op(params).run(mosaiq::input_tensor<float>{enc}, scores, anchors, {boxes, classes, out_scores},
-                                       scratch.bytes);
+  const std::size_t n =
+      op(params).run(mosaiq::input_tensor<float>{enc}, scores, anchors, {boxes, classes, out_scores}, scratch.bytes);
   if (count) *count = n;
   const std::size_t rows = Cfg.use_regular_nms ? n : n * Cfg.classes_per_detection();
   std::vector<tflite_row> out;
   for (std::size_t i = 0; i < op::output_rows; ++i) {
-    if (i < rows) out.push_back({boxes[i], classes[i], out_scores[i]});
-    else CHECK((boxes[i] == std::array<float, 4>{} && classes[i] == 0 && out_scores[i] == 0));  // zero-filled tail
+    if (i < rows)
+      out.push_back({boxes[i], classes[i], out_scores[i]});
+    else
+      CHECK((boxes[i] == std::array<float, 4>{} && classes[i] == 0 && out_scores[i] == 0));  // zero-filled tail
   }
   return out;
 }
@@ -780,12 +818,14 @@ std::vector<tflite_row> run_tflite(const std::vector<float>& enc, const mosaiq::
 
 TEST_CASE("tflite postprocess: hand-computed fast and regular modes") {
   // 4 anchors of size 0.2 at (0.2, 0.2), (0.22, 0.2), (0.6, 0.6), (0.2, 0.2); zero encodings decode to the anchors.
-  const std::vector<center_box> anchors{{.2f, .2f, .2f, .2f}, {.22f, .2f, .2f, .2f}, {.6f, .6f, .2f, .2f}, {.2f, .2f, .2f, .2f}};
+  const std::vector<center_box> anchors{
+      {.2f, .2f, .2f, .2f}, {.22f, .2f, .2f, .2f}, {.6f, .6f, .2f, .2f}, {.2f, .2f, .2f, .2f}};
   const std::vector<float> enc(16, 0.0f);
   // columns: background, class 0, class 1
-  const std::vector<float> scores{.9f, .3f, .6f,  0, .7f, .2f,  0, .5f, .5f,  0, .1f, .05f};
+  const std::vector<float> scores{.9f, .3f, .6f, 0, .7f, .2f, 0, .5f, .5f, 0, .1f, .05f};
   constexpr mosaiq::tflite_postprocess_config fast{.anchors = 4, .classes = 2, .max_detections = 3};
-  const auto rows = run_tflite<fast>(enc, mosaiq::score_tensor<float>{scores}, anchors, {.score_threshold = 0.1f, .iou_threshold = 0.5f});
+  const auto rows = run_tflite<fast>(enc, mosaiq::score_tensor<float>{scores}, anchors,
+                                     {.score_threshold = 0.1f, .iou_threshold = 0.5f});
   // anchor 1 (.7) first, anchor 0 (.6, IoU .82 with 1) suppressed, anchor 2 (.5: first max -> class 0),
   // anchor 3 (.1 >= .1 inclusive, identical to anchor 0's box, IoU .82 with anchor 1) suppressed.
   REQUIRE(rows.size() == 2);
@@ -795,17 +835,21 @@ TEST_CASE("tflite postprocess: hand-computed fast and regular modes") {
   CHECK(rows[1].label == 0);
   CHECK(rows[1].score == .5f);
   // Two classes per detection: anchor 1 -> (0 .7, 1 .2), anchor 2 -> (0 .5, 1 .5) (tie: lower class first).
-  constexpr mosaiq::tflite_postprocess_config fast2{.anchors = 4, .classes = 2, .max_detections = 3, .max_classes_per_detection = 2};
+  constexpr mosaiq::tflite_postprocess_config fast2{
+      .anchors = 4, .classes = 2, .max_detections = 3, .max_classes_per_detection = 2};
   std::size_t count = 0;
-  const auto rows2 = run_tflite<fast2>(enc, mosaiq::score_tensor<float>{scores}, anchors, {.score_threshold = 0.1f, .iou_threshold = 0.5f}, &count);
+  const auto rows2 = run_tflite<fast2>(enc, mosaiq::score_tensor<float>{scores}, anchors,
+                                       {.score_threshold = 0.1f, .iou_threshold = 0.5f}, &count);
   CHECK(count == 2);
   REQUIRE(rows2.size() == 4);
   CHECK((rows2[1].label == 1 && rows2[1].score == .2f));
   CHECK((rows2[2].label == 0 && rows2[3].label == 1 && rows2[3].score == .5f));
   // Regular: class 0: 1 (.7), 0 suppressed, 2 (.5), 3 (.1) suppressed; class 1: 0 (.6), 2 (.5), 1 (.2) suppressed,
   // 3 (.05) under the threshold. Merged best 3: .7 (c0), .6 (c1), then .5 c0 before .5 c1.
-  constexpr mosaiq::tflite_postprocess_config regular{.anchors = 4, .classes = 2, .max_detections = 3, .use_regular_nms = true};
-  const auto rows3 = run_tflite<regular>(enc, mosaiq::score_tensor<float>{scores}, anchors, {.score_threshold = 0.1f, .iou_threshold = 0.5f});
+  constexpr mosaiq::tflite_postprocess_config regular{
+      .anchors = 4, .classes = 2, .max_detections = 3, .use_regular_nms = true};
+  const auto rows3 = run_tflite<regular>(enc, mosaiq::score_tensor<float>{scores}, anchors,
+                                         {.score_threshold = 0.1f, .iou_threshold = 0.5f});
   REQUIRE(rows3.size() == 3);
   CHECK((rows3[0].score == .7f && rows3[0].label == 0));
   CHECK((rows3[1].score == .6f && rows3[1].label == 1));
@@ -825,8 +869,10 @@ TEST_CASE("tflite postprocess: random SSD-MobileNet inputs against the scalar TF
     v = u * u * u * u;
   }
   constexpr mosaiq::tflite_postprocess_config fast{.anchors = 1917, .classes = 90};
-  constexpr mosaiq::tflite_postprocess_config fast3{.anchors = 1917, .classes = 90, .max_detections = 20, .max_classes_per_detection = 3};
-  constexpr mosaiq::tflite_postprocess_config regular{.anchors = 1917, .classes = 90, .max_detections = 100, .use_regular_nms = true};
+  constexpr mosaiq::tflite_postprocess_config fast3{
+      .anchors = 1917, .classes = 90, .max_detections = 20, .max_classes_per_detection = 3};
+  constexpr mosaiq::tflite_postprocess_config regular{
+      .anchors = 1917, .classes = 90, .max_detections = 100, .use_regular_nms = true};
   for (const float threshold : {1e-8f, 0.3f, 0.9f}) {
     CAPTURE(threshold);
     const mosaiq::tflite_postprocess_params params{.score_threshold = threshold, .iou_threshold = 0.6f};
@@ -847,8 +893,8 @@ TEST_CASE("tflite postprocess: random SSD-MobileNet inputs against the scalar TF
   const mosaiq::tflite_postprocess_params params{.score_threshold = 0.2f, .iou_threshold = 0.6f};
   CHECK(run_tflite<fast>(enc, mosaiq::score_tensor<std::uint8_t>{q, {1.0f / 255.0f, 0}}, mobilenet_anchors, params) ==
         ref_tflite(enc, dq, mobilenet_anchors, 90, 0.2f, 0.6f, 10, 1, false, 100));
-  CHECK(run_tflite<regular>(enc, mosaiq::score_tensor<std::uint8_t>{q, {1.0f / 255.0f, 0}}, mobilenet_anchors, params) ==
-        ref_tflite(enc, dq, mobilenet_anchors, 90, 0.2f, 0.6f, 100, 1, true, 100));
+  CHECK(run_tflite<regular>(enc, mosaiq::score_tensor<std::uint8_t>{q, {1.0f / 255.0f, 0}}, mobilenet_anchors,
+                            params) == ref_tflite(enc, dq, mobilenet_anchors, 90, 0.2f, 0.6f, 100, 1, true, 100));
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -880,7 +926,8 @@ TEST_CASE("soft_nms: hand-computed linear and gaussian decay") {
   CHECK(linear_kept == std::vector<std::uint32_t>{0, 1, 2});
   CHECK(linear_scores[1] == doctest::Approx(0.1455).epsilon(1e-3));
   // Linear with a threshold above the IoU: no decay. Scores under the threshold stop the selection.
-  CHECK(run_soft(boxes, scores, {.method = mosaiq::soft_nms_method::linear, .iou_threshold = 0.9f, .score_threshold = 0.05f})
+  CHECK(run_soft(boxes, scores,
+                 {.method = mosaiq::soft_nms_method::linear, .iou_threshold = 0.9f, .score_threshold = 0.05f})
             .second[1] == 0.8f);
   CHECK(run_soft(boxes, scores, {.score_threshold = 0.25f}).first == std::vector<std::uint32_t>{0});
   // Decay can reorder: box 1 falls below box 2.
@@ -906,7 +953,8 @@ TEST_CASE("no heap allocation while running") {
   std::vector<float> enc(1917 * 4, 0.1f);
   static mosaiq::nms_workspace<8732> nms_scratch;
   std::vector<corner_box> plain(8732);
-  for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = mosaiq::decode_caffe_box(box_code::center_size, ssd300_priors[i], {}, false);
+  for (std::size_t i = 0; i < plain.size(); ++i)
+    plain[i] = mosaiq::decode_caffe_box(box_code::center_size, ssd300_priors[i], {}, false);
   std::vector<float> plain_scores(in.conf.begin(), in.conf.begin() + 8732);
   std::vector<std::uint32_t> kept(8732);
   std::vector<float> kept_scores(8732);
@@ -914,12 +962,12 @@ TEST_CASE("no heap allocation while running") {
   const long allocations_before = mosaiq::test::heap_allocations();
   const std::size_t n = layer.run(mosaiq::input_tensor<float>{in.loc}, mosaiq::score_tensor<float>{in.conf},
                                   ssd300_priors, out, scratch.bytes);
-  const std::size_t t = mosaiq::tflite_detection_postprocess<regular>({.score_threshold = 0.05f})
-                            .run(mosaiq::input_tensor<float>{enc},
-                                 mosaiq::score_tensor<float>{std::span(in.conf).first(1917 * 21)}, mobilenet_anchors,
-                                 {boxes, classes, scores}, tflite_scratch.bytes);
-  const std::size_t k = mosaiq::nms(plain, plain_scores, {.score_threshold = 0.01f, .iou_threshold = 0.45f}, kept,
-                                    nms_scratch.span());
+  const std::size_t t =
+      mosaiq::tflite_detection_postprocess<regular>({.score_threshold = 0.05f})
+          .run(mosaiq::input_tensor<float>{enc}, mosaiq::score_tensor<float>{std::span(in.conf).first(1917 * 21)},
+               mobilenet_anchors, {boxes, classes, scores}, tflite_scratch.bytes);
+  const std::size_t k =
+      mosaiq::nms(plain, plain_scores, {.score_threshold = 0.01f, .iou_threshold = 0.45f}, kept, nms_scratch.span());
   const std::size_t s = mosaiq::soft_nms(std::span(plain).first(500), std::span(plain_scores).first(500),
                                          {.score_threshold = 0.01f}, kept, kept_scores, nms_scratch.span());
   CHECK(mosaiq::test::heap_allocations() == allocations_before);
@@ -971,7 +1019,9 @@ TEST_CASE("OpenCV NMSBoxes agrees on (x, y, w, h) integer boxes") {
     std::vector<int> expected;
     cv::dnn::NMSBoxes(rects, scores, 0.2f, threshold, expected, eta, top_k);
     const auto actual = run_nms(boxes, scores,
-                                {.score_threshold = 0.2f, .iou_threshold = threshold, .eta = eta,
+                                {.score_threshold = 0.2f,
+                                 .iou_threshold = threshold,
+                                 .eta = eta,
                                  .top_k = top_k > 0 ? static_cast<std::size_t>(top_k) : no_limit});
     REQUIRE(std::vector<int>(actual.begin(), actual.end()) == expected);
     ++compared;
@@ -1001,7 +1051,9 @@ TEST_CASE("OpenCV softNMSBoxes agrees") {
     const auto [actual, actual_scores] =
         run_soft(boxes, scores,
                  {.method = trial % 2 ? mosaiq::soft_nms_method::linear : mosaiq::soft_nms_method::gaussian,
-                  .sigma = 0.5f, .iou_threshold = 0.3f, .score_threshold = 0.1f});
+                  .sigma = 0.5f,
+                  .iou_threshold = 0.3f,
+                  .score_threshold = 0.1f});
     // Decayed scores differ in the last bits (OpenCV's IoU is 1 - (1 - iou) in double): near-equal scores may swap.
     REQUIRE(actual.size() == expected.size());
     std::size_t same = 0;

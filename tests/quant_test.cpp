@@ -81,8 +81,8 @@ TEST_CASE("the two rounding modes differ exactly where the notes say: ties after
   // Full requantize: + zero point, then clamp.
   CHECK(requantize<rounding::tflite_reference, u8>(1000, prepare_scale<rounding::tflite_reference>(quarter), 10, 0,
                                                    255) == 255);
-  CHECK(requantize<rounding::tflite_reference, i8>(-1000, prepare_scale<rounding::tflite_reference>(quarter), 3,
-                                                   -128, 127) == -128);
+  CHECK(requantize<rounding::tflite_reference, i8>(-1000, prepare_scale<rounding::tflite_reference>(quarter), 3, -128,
+                                                   127) == -128);
   CHECK(requantize<rounding::tflite_reference, u8>(400, prepare_scale<rounding::tflite_reference>(quarter), 10, 0,
                                                    255) == 110);
 }
@@ -167,9 +167,8 @@ void check_simd_equals_scalar(std::size_t random_count) {
   std::size_t mismatches = 0, first = 0;
   for (std::size_t i = 1; i < n; ++i)
     if (simd_out[i] != scalar_out[i] && mismatches++ == 0) first = i;
-  INFO("first mismatch at x=" << in.x[first] << " m=" << in.multiplier[first] << " l=" << in.left[first]
-                              << " r=" << in.right[first] << " simd=" << simd_out[first]
-                              << " scalar=" << scalar_out[first]);
+  INFO("first mismatch at x=" << in.x[first] << " m=" << in.multiplier[first] << " l=" << in.left[first] << " r="
+                              << in.right[first] << " simd=" << simd_out[first] << " scalar=" << scalar_out[first]);
   CHECK(mismatches == 0);
 }
 
@@ -228,8 +227,8 @@ std::size_t nonnegative_multiplier_mismatches(const requant_inputs& in) {
     _mm512_store_si512(lanes_out, result);
     for (std::size_t i = 0; i < count; ++i) {
       const std::size_t at = base + i;
-      const std::int32_t expected = multiply_by_quantized_multiplier<Mode>(
-          in.x[at], requant_scale{in.multiplier[at], in.left[at], in.right[at]});
+      const std::int32_t expected =
+          multiply_by_quantized_multiplier<Mode>(in.x[at], requant_scale{in.multiplier[at], in.left[at], in.right[at]});
       if (lanes_out[i] != expected && mismatches++ == 0)
         FAIL_CHECK("first mismatch at x=" << in.x[at] << " m=" << in.multiplier[at] << " l=" << in.left[at] << " r="
                                           << in.right[at] << " simd=" << lanes_out[i] << " scalar=" << expected);

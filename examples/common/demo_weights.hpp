@@ -23,12 +23,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <mosaiq/mosaiq.hpp>
 #include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <mosaiq/mosaiq.hpp>
 
 namespace mosaiq_examples {
 
@@ -54,9 +53,9 @@ class splitmix64 {
 namespace detail {
 
 template <class Layer>
-constexpr bool is_conv_like = Layer::role == mosaiq::layer_role::op &&
-                              (Layer::kind == std::string_view("conv2d") || Layer::kind == std::string_view("depthwise") ||
-                               Layer::kind == std::string_view("pointwise"));
+constexpr bool is_conv_like = Layer::role == mosaiq::layer_role::op && (Layer::kind == std::string_view("conv2d") ||
+                                                                        Layer::kind == std::string_view("depthwise") ||
+                                                                        Layer::kind == std::string_view("pointwise"));
 
 template <class Layer>
 constexpr bool is_linear_conv() {
@@ -77,7 +76,8 @@ constexpr std::string_view kind_of(std::size_t layer) {
     std::string_view kind;
     ((I == layer ? (kind = Net::template layer<I>::kind, 0) : 0), ...);
     return kind;
-  }(std::make_index_sequence<Net::layer_count>{});
+  }
+  (std::make_index_sequence<Net::layer_count>{});
 }
 
 }  // namespace detail
@@ -113,7 +113,8 @@ mosaiq::tools::float_weights<Net> random_float_weights(std::uint64_t seed) {
           }
         }(),
         ...);
-  }(std::make_index_sequence<Net::layer_count>{});
+  }
+  (std::make_index_sequence<Net::layer_count>{});
   return fw;
 }
 
@@ -141,7 +142,8 @@ void center_linear_outputs(mosaiq::tools::float_weights<Net>& fw, const Samples&
             }
           }(),
           ...);
-    }(std::make_index_sequence<Net::layer_count>{});
+    }
+    (std::make_index_sequence<Net::layer_count>{});
   }
   if (count == 0) return;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -154,7 +156,8 @@ void center_linear_outputs(mosaiq::tools::float_weights<Net>& fw, const Samples&
           }
         }(),
         ...);
-  }(std::make_index_sequence<Net::layer_count>{});
+  }
+  (std::make_index_sequence<Net::layer_count>{});
 }
 
 /// Step 3, second half: every input of a concat gets the concat's range, and so does the tensor

@@ -91,7 +91,8 @@ std::unique_ptr<float_model<T>> read_face_api(const std::filesystem::path& packa
       }
     };
     (fill(std::integral_constant<std::size_t, I>{}), ...);
-  }(std::make_index_sequence<net::layer_count>{});
+  }
+  (std::make_index_sequence<net::layer_count>{});
   if (next != sources.size()) throw std::runtime_error("face-api has weights the face network does not use");
 
   const named_tensor& corners = need(m, "Output/extra_dim", anchor_count * 4);
@@ -106,7 +107,8 @@ std::unique_ptr<float_model<T>> read_face_api(const std::filesystem::path& packa
 /// Float inputs of the sample photos, preprocessed as face-api does.
 inline std::vector<std::vector<float>> calibration_inputs(const std::filesystem::path& package) {
   std::vector<std::vector<float>> inputs;
-  for (const auto& photo : sample_photos(package)) inputs.push_back(to_float_input(network_input(load_rgb(photo.string()))));
+  for (const auto& photo : sample_photos(package))
+    inputs.push_back(to_float_input(network_input(load_rgb(photo.string()))));
   return inputs;
 }
 
@@ -141,8 +143,7 @@ inline calibration calibrate_face_model(const float_model<u8>& source, const std
       const std::span<const float> values = runner->values(t);
       std::vector<double>& means = result.channel_means[t];
       const std::size_t channels = means.size(), pixels = values.size() / channels;
-      for (std::size_t i = 0; i < values.size(); ++i)
-        means[i % channels] += values[i] / double(pixels * inputs.size());
+      for (std::size_t i = 0; i < values.size(); ++i) means[i % channels] += values[i] / double(pixels * inputs.size());
     }
   }
   result.ranges = ranges.ranges();
@@ -293,7 +294,8 @@ std::unique_ptr<model<T>> quantize_face_model(const float_model<T>& source, cons
   if (bias_correction) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (detail::correct_bias<net, I>(*shifted, result->weights, cal), ...);
-    }(std::make_index_sequence<net::layer_count>{});
+    }
+    (std::make_index_sequence<net::layer_count>{});
     if (!tools::quantize_network<net>(*shifted, cal.ranges, result->weights, options))
       throw std::runtime_error("face model: quantization failed");
   }
@@ -301,7 +303,8 @@ std::unique_ptr<model<T>> quantize_face_model(const float_model<T>& source, cons
     const detail::tensor_errors errors = detail::measure_errors<T>(source.weights, *result, *empirical_inputs);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (detail::correct_bias_empirically<net, I>(*shifted, errors), ...);
-    }(std::make_index_sequence<net::layer_count>{});
+    }
+    (std::make_index_sequence<net::layer_count>{});
     if (!tools::quantize_network<net>(*shifted, cal.ranges, result->weights, options))
       throw std::runtime_error("face model: quantization failed");
   }

@@ -24,12 +24,11 @@
 #include <string>
 #include <vector>
 
+#include "../common/threads.hpp"
 #include "mosaiq/net.hpp"
 #include "mosaiq/ops/box_decode.hpp"
 #include "mosaiq/ops/nms.hpp"
 #include "mosaiq/ops/priors.hpp"
-
-#include "../common/threads.hpp"
 
 namespace face {
 
@@ -54,33 +53,31 @@ using threaded_input =
     typename input<T, input_size, input_size, 3>::template with_max_threads<mosaiq_examples::max_threads>;
 
 template <quantized_element T>
-using ssd_mobilenet_v1 = network<threaded_input<T>,
-    conv3x3<32, 2>,                                  // 256x256x32
-    dw3x3<1>, pw_relu6<64>,                          // 1
-    dw3x3<2>, pw_relu6<128>,                         // 2: 128x128
-    dw3x3<1>, pw_relu6<128>,                         // 3
-    dw3x3<2>, pw_relu6<256>,                         // 4: 64x64
-    dw3x3<1>, pw_relu6<256>,                         // 5
-    dw3x3<2>, pw_relu6<512>,                         // 6: 32x32
-    dw3x3<1>, pw_relu6<512>,                         // 7
-    dw3x3<1>, pw_relu6<512>,                         // 8
-    dw3x3<1>, pw_relu6<512>,                         // 9
-    dw3x3<1>, pw_relu6<512>,                         // 10
-    dw3x3<1>, pw_relu6<512>,                         // 11
-    L::tap<"c11">,
-    predictor<12>, L::output<"box0">, L::from<"c11">, predictor<9>, L::output<"cls0">, L::from<"c11">,
-    dw3x3<2>, pw_relu6<1024>,                        // 12: 16x16
-    dw3x3<1>, pw_relu6<1024>,                        // 13
-    L::tap<"c13">,
-    predictor<24>, L::output<"box1">, L::from<"c13">, predictor<18>, L::output<"cls1">, L::from<"c13">,
-    pw_relu6<256>, conv3x3<512, 2>, L::tap<"e1">,    // 8x8x512
-    predictor<24>, L::output<"box2">, L::from<"e1">, predictor<18>, L::output<"cls2">, L::from<"e1">,
-    pw_relu6<128>, conv3x3<256, 2>, L::tap<"e3">,    // 4x4x256
-    predictor<24>, L::output<"box3">, L::from<"e3">, predictor<18>, L::output<"cls3">, L::from<"e3">,
-    pw_relu6<128>, conv3x3<256, 2>, L::tap<"e5">,    // 2x2x256
-    predictor<24>, L::output<"box4">, L::from<"e5">, predictor<18>, L::output<"cls4">, L::from<"e5">,
-    pw_relu6<64>, conv3x3<128, 2>, L::tap<"e7">,     // 1x1x128
-    predictor<24>, L::output<"box5">, L::from<"e7">, predictor<18>>;  // main output: cls5
+using ssd_mobilenet_v1 =
+    network<threaded_input<T>, conv3x3<32, 2>,  // 256x256x32
+            dw3x3<1>, pw_relu6<64>,             // 1
+            dw3x3<2>, pw_relu6<128>,            // 2: 128x128
+            dw3x3<1>, pw_relu6<128>,            // 3
+            dw3x3<2>, pw_relu6<256>,            // 4: 64x64
+            dw3x3<1>, pw_relu6<256>,            // 5
+            dw3x3<2>, pw_relu6<512>,            // 6: 32x32
+            dw3x3<1>, pw_relu6<512>,            // 7
+            dw3x3<1>, pw_relu6<512>,            // 8
+            dw3x3<1>, pw_relu6<512>,            // 9
+            dw3x3<1>, pw_relu6<512>,            // 10
+            dw3x3<1>, pw_relu6<512>,            // 11
+            L::tap<"c11">, predictor<12>, L::output<"box0">, L::from<"c11">, predictor<9>, L::output<"cls0">,
+            L::from<"c11">, dw3x3<2>, pw_relu6<1024>,  // 12: 16x16
+            dw3x3<1>, pw_relu6<1024>,                  // 13
+            L::tap<"c13">, predictor<24>, L::output<"box1">, L::from<"c13">, predictor<18>, L::output<"cls1">,
+            L::from<"c13">, pw_relu6<256>, conv3x3<512, 2>, L::tap<"e1">,  // 8x8x512
+            predictor<24>, L::output<"box2">, L::from<"e1">, predictor<18>, L::output<"cls2">, L::from<"e1">,
+            pw_relu6<128>, conv3x3<256, 2>, L::tap<"e3">,  // 4x4x256
+            predictor<24>, L::output<"box3">, L::from<"e3">, predictor<18>, L::output<"cls3">, L::from<"e3">,
+            pw_relu6<128>, conv3x3<256, 2>, L::tap<"e5">,  // 2x2x256
+            predictor<24>, L::output<"box4">, L::from<"e5">, predictor<18>, L::output<"cls4">, L::from<"e5">,
+            pw_relu6<64>, conv3x3<128, 2>, L::tap<"e7">,                      // 1x1x128
+            predictor<24>, L::output<"box5">, L::from<"e7">, predictor<18>>;  // main output: cls5
 
 inline constexpr std::size_t head_count = 6;
 inline constexpr std::array<int, head_count> feature_sizes{32, 16, 8, 4, 2, 1};
@@ -235,8 +232,7 @@ int first_passing_logit(quant_params q, float min_confidence) noexcept {
 /// in descending score order and returns how many. No heap.
 template <class V>
 std::size_t decode_and_suppress(const std::array<head_view<V>, head_count>& heads, std::span<const center_box> anchors,
-                                const detect_options& options, postprocess_scratch& scratch,
-                                std::span<detection> out) {
+                                const detect_options& options, postprocess_scratch& scratch, std::span<detection> out) {
   std::size_t candidates = 0, anchor = 0;
   for (std::size_t h = 0; h < head_count; ++h) {
     const head_view<V>& head = heads[h];
@@ -245,7 +241,8 @@ std::size_t decode_and_suppress(const std::array<head_view<V>, head_count>& head
     // Quantized heads: the threshold is one integer compare per anchor; only passing anchors are
     // dequantized, passed through the sigmoid and decoded.
     int first_passing = 0;
-    if constexpr (!std::is_same_v<V, float>) first_passing = detail::first_passing_logit<V>(head.class_quant, options.min_confidence);
+    if constexpr (!std::is_same_v<V, float>)
+      first_passing = detail::first_passing_logit<V>(head.class_quant, options.min_confidence);
     const input_tensor<V> encodings{std::span<const V>(head.boxes, count * 4), head.box_quant};
     for (std::size_t a = 0; a < count; ++a, ++anchor) {
       const V logit = head.classes[a * classes_per_anchor + face_class];
@@ -263,11 +260,10 @@ std::size_t decode_and_suppress(const std::array<head_view<V>, head_count>& head
     }
   }
   const std::size_t limit = std::min(out.size(), options.max_results);
-  const std::size_t kept =
-      nms(std::span<const corner_box>(scratch.boxes.data(), candidates),
-          std::span<const float>(scratch.scores.data(), candidates),
-          nms_options{.iou_threshold = options.iou_threshold}, std::span<std::uint32_t>(scratch.kept.data(), limit),
-          scratch.nms.span());
+  const std::size_t kept = nms(std::span<const corner_box>(scratch.boxes.data(), candidates),
+                               std::span<const float>(scratch.scores.data(), candidates),
+                               nms_options{.iou_threshold = options.iou_threshold},
+                               std::span<std::uint32_t>(scratch.kept.data(), limit), scratch.nms.span());
   for (std::size_t i = 0; i < kept; ++i) out[i] = {scratch.scores[scratch.kept[i]], scratch.boxes[scratch.kept[i]]};
   return kept;
 }
@@ -312,9 +308,8 @@ class detector {
 
   /// Post-processing of the last run alone (the benchmark times it separately).
   std::size_t postprocess(const detect_options& options, std::span<detection> out) {
-    std::array<head_view<T>, head_count> heads{
-        head<"box0", "cls0">(), head<"box1", "cls1">(), head<"box2", "cls2">(),
-        head<"box3", "cls3">(), head<"box4", "cls4">(), {}};
+    std::array<head_view<T>, head_count> heads{head<"box0", "cls0">(), head<"box1", "cls1">(), head<"box2", "cls2">(),
+                                               head<"box3", "cls3">(), head<"box4", "cls4">(), {}};
     heads[5] = {net::template output_view<"box5">(arena_).data(), last_head_.data(),
                 net::template output_quant<"box5">(prepared_), prepared_.tensor_quant(net::tensor_count - 1)};
     return decode_and_suppress<T>(heads, model_->anchors, options, scratch_, out);

@@ -3,14 +3,14 @@
 // tf.image.resizeBilinear without align_corners / half-pixel centers), and drawing boxes.
 #pragma once
 
+#include <stb/stb_image.h>
+#include <stb/stb_image_write.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <stb/stb_image.h>
-#include <stb/stb_image_write.h>
 
 #include "face_model.hpp"
 #include "mosaiq/reference/resize.hpp"

@@ -24,10 +24,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <mosaiq/mosaiq.hpp>
 #include <utility>
 #include <vector>
-
-#include <mosaiq/mosaiq.hpp>
 
 #include "../common/demo_weights.hpp"
 #include "../common/threads.hpp"
@@ -40,7 +39,8 @@ using mosaiq::activation;
 inline constexpr int input_size = 256;
 
 // Configs are named constants: every layer below reads like the diagram above.
-inline constexpr L::conv2d_config stem{.out_channels = 16, .kernel = {3, 3}, .stride = {2, 2}, .act = activation::relu6};
+inline constexpr L::conv2d_config stem{
+    .out_channels = 16, .kernel = {3, 3}, .stride = {2, 2}, .act = activation::relu6};
 inline constexpr L::depthwise_config dw{.act = activation::relu6};
 inline constexpr L::depthwise_config dw_s2{.stride = {2, 2}, .act = activation::relu6};
 inline constexpr L::depthwise_config dw_d2{.dilation = {2, 2}, .act = activation::relu6};
@@ -59,37 +59,37 @@ using threaded_input =
     typename mosaiq::input<T, input_size, input_size, 3>::template with_max_threads<mosaiq_examples::max_threads>;
 
 template <mosaiq::quantized_element T>
-using network = mosaiq::network<
-    threaded_input<T>,
-    // Encoder: 1/2, 1/4, 1/8, 1/16.
-    L::conv2d<stem>,                                         // 128x128x16
-    L::depthwise<dw_s2>, L::pointwise<pw<32>>,               // 64x64x32
-    L::depthwise<dw>, L::pointwise<pw<32>>,                  //
-    L::tap<"s4">,                                            //
-    L::depthwise<dw_s2>, L::pointwise<pw<64>>,               // 32x32x64
-    L::depthwise<dw>, L::pointwise<pw<64>>,                  //
-    L::tap<"s8">,                                            //
-    L::depthwise<dw_s2>, L::pointwise<pw<128>>,              // 16x16x128
-    L::tap<"b0">,                                            // atrous residual blocks
-    L::depthwise<dw_d2>, L::pointwise<pw<128>>, L::add<"b0">,  //
-    L::tap<"b1">,                                            //
-    L::depthwise<dw_d4>, L::pointwise<pw<128>>, L::add<"b1">,  //
-    L::tap<"feat">,
-    // ASPP-lite: a 1x1 branch, two atrous separable branches, image pooling; concat; projection.
-    L::pointwise<pw<64>>, L::tap<"aspp_1x1">,                                                 //
-    L::from<"feat">, L::depthwise<dw_d4>, L::pointwise<pw<64>>, L::tap<"aspp_d4">,            //
-    L::from<"feat">, L::depthwise<dw_d8>, L::pointwise<pw<64>>, L::tap<"aspp_d8">,            //
-    L::from<"feat">, L::global_average_pool<>, L::pointwise<pw<64>>,                          //
-    L::resize_nearest<broadcast16>, L::tap<"aspp_pool">,                                      //
-    L::concat<"aspp_1x1", "aspp_d4", "aspp_d8", "aspp_pool">,                                 // 16x16x256
-    L::pointwise<pw<64>>, L::pointwise<classes>,                                              // 16x16x2
-    // Decoder: 2x bilinear steps; at 1/8 and 1/4 the skip features' class scores are added.
-    L::resize_bilinear<up2>, L::tap<"up8">,                                                   // 32x32x2
-    L::from<"s8">, L::pointwise<classes>, L::add<"up8">,                                      //
-    L::resize_bilinear<up2>, L::tap<"up4">,                                                   // 64x64x2
-    L::from<"s4">, L::pointwise<classes>, L::add<"up4">,                                      //
-    L::resize_bilinear<up2>, L::resize_bilinear<up2>,                                         // 256x256x2
-    L::softmax<>>;
+using network =
+    mosaiq::network<threaded_input<T>,
+                    // Encoder: 1/2, 1/4, 1/8, 1/16.
+                    L::conv2d<stem>,                                           // 128x128x16
+                    L::depthwise<dw_s2>, L::pointwise<pw<32>>,                 // 64x64x32
+                    L::depthwise<dw>, L::pointwise<pw<32>>,                    //
+                    L::tap<"s4">,                                              //
+                    L::depthwise<dw_s2>, L::pointwise<pw<64>>,                 // 32x32x64
+                    L::depthwise<dw>, L::pointwise<pw<64>>,                    //
+                    L::tap<"s8">,                                              //
+                    L::depthwise<dw_s2>, L::pointwise<pw<128>>,                // 16x16x128
+                    L::tap<"b0">,                                              // atrous residual blocks
+                    L::depthwise<dw_d2>, L::pointwise<pw<128>>, L::add<"b0">,  //
+                    L::tap<"b1">,                                              //
+                    L::depthwise<dw_d4>, L::pointwise<pw<128>>, L::add<"b1">,  //
+                    L::tap<"feat">,
+                    // ASPP-lite: a 1x1 branch, two atrous separable branches, image pooling; concat; projection.
+                    L::pointwise<pw<64>>, L::tap<"aspp_1x1">,                                       //
+                    L::from<"feat">, L::depthwise<dw_d4>, L::pointwise<pw<64>>, L::tap<"aspp_d4">,  //
+                    L::from<"feat">, L::depthwise<dw_d8>, L::pointwise<pw<64>>, L::tap<"aspp_d8">,  //
+                    L::from<"feat">, L::global_average_pool<>, L::pointwise<pw<64>>,                //
+                    L::resize_nearest<broadcast16>, L::tap<"aspp_pool">,                            //
+                    L::concat<"aspp_1x1", "aspp_d4", "aspp_d8", "aspp_pool">,                       // 16x16x256
+                    L::pointwise<pw<64>>, L::pointwise<classes>,                                    // 16x16x2
+                    // Decoder: 2x bilinear steps; at 1/8 and 1/4 the skip features' class scores are added.
+                    L::resize_bilinear<up2>, L::tap<"up8">,               // 32x32x2
+                    L::from<"s8">, L::pointwise<classes>, L::add<"up8">,  //
+                    L::resize_bilinear<up2>, L::tap<"up4">,               // 64x64x2
+                    L::from<"s4">, L::pointwise<classes>, L::add<"up4">,  //
+                    L::resize_bilinear<up2>, L::resize_bilinear<up2>,     // 256x256x2
+                    L::softmax<>>;
 
 static_assert(network<mosaiq::u8>::output_shape == mosaiq::shape{input_size, input_size, 2});
 

@@ -6,9 +6,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <vector>
-
 #include <mosaiq/mosaiq.hpp>
+#include <vector>
 
 namespace mq = mosaiq;
 

@@ -22,12 +22,18 @@ enum class errc {
 
 constexpr std::string_view to_string(errc code) noexcept {
   switch (code) {
-    case errc::ok: return "ok";
-    case errc::null_pointer: return "null pointer";
-    case errc::shape_mismatch: return "shape mismatch";
-    case errc::bad_alignment: return "bad alignment";
-    case errc::invalid_argument: return "invalid argument";
-    case errc::blob_mismatch: return "weights blob mismatch";
+    case errc::ok:
+      return "ok";
+    case errc::null_pointer:
+      return "null pointer";
+    case errc::shape_mismatch:
+      return "shape mismatch";
+    case errc::bad_alignment:
+      return "bad alignment";
+    case errc::invalid_argument:
+      return "invalid argument";
+    case errc::blob_mismatch:
+      return "weights blob mismatch";
   }
   return "unknown";
 }

@@ -79,8 +79,8 @@ constexpr window_geometry resolve_window(int in_h, int in_w, hw kernel, hw strid
 
 /// Config validity shared by every windowed op; used in static_asserts and runtime checks.
 constexpr bool is_valid_window(hw kernel, hw stride, hw dilation, padding pad) noexcept {
-  return kernel.h >= 1 && kernel.w >= 1 && stride.h >= 1 && stride.w >= 1 && dilation.h >= 1 &&
-         dilation.w >= 1 && pad.top >= 0 && pad.bottom >= 0 && pad.left >= 0 && pad.right >= 0;
+  return kernel.h >= 1 && kernel.w >= 1 && stride.h >= 1 && stride.w >= 1 && dilation.h >= 1 && dilation.w >= 1 &&
+         pad.top >= 0 && pad.bottom >= 0 && pad.left >= 0 && pad.right >= 0;
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

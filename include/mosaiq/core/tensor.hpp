@@ -50,13 +50,22 @@ class extents {
   }
 
   constexpr int height() const noexcept {
-    if constexpr (H != dynamic_extent) return H; else return values_[0];
+    if constexpr (H != dynamic_extent)
+      return H;
+    else
+      return values_[0];
   }
   constexpr int width() const noexcept {
-    if constexpr (W != dynamic_extent) return W; else return values_[1];
+    if constexpr (W != dynamic_extent)
+      return W;
+    else
+      return values_[1];
   }
   constexpr int channels() const noexcept {
-    if constexpr (C != dynamic_extent) return C; else return values_[2];
+    if constexpr (C != dynamic_extent)
+      return C;
+    else
+      return values_[2];
   }
   constexpr shape dims() const noexcept { return {height(), width(), channels()}; }
 
@@ -79,8 +88,7 @@ class tensor_view {
   constexpr tensor_view() noexcept = default;
 
   /// Dense NHWC tensor.
-  constexpr tensor_view(T* data, shape dims, int batch = 1) noexcept
-      : tensor_view(data, dims, batch, dims.channels) {}
+  constexpr tensor_view(T* data, shape dims, int batch = 1) noexcept : tensor_view(data, dims, batch, dims.channels) {}
 
   /// Pixels `pixel_stride` elements apart, rows `width * pixel_stride`, images `height * row`.
   constexpr tensor_view(T* data, shape dims, int batch, std::ptrdiff_t pixel_stride) noexcept
@@ -97,8 +105,7 @@ class tensor_view {
 
   /// Views convert to views of const elements and to dynamic extents.
   template <class U, class E>
-    requires(std::is_convertible_v<U (*)[], T (*)[]>)
-  constexpr tensor_view(const tensor_view<U, E>& other) noexcept
+  requires(std::is_convertible_v<U (*)[], T (*)[]>) constexpr tensor_view(const tensor_view<U, E>& other) noexcept
       : data_(other.data()),
         extents_(other.dims()),
         batch_(other.batch()),
@@ -153,9 +160,9 @@ tensor_view(T*, shape, int = 1) -> tensor_view<T>;
 template <class T, class E>
 inline bool check_view(const tensor_view<T, E>& v, const char* what) {
   if (!require(v.data() != nullptr || v.dims().elements() == 0, errc::null_pointer, what)) return false;
-  return require(v.batch() >= 1 && v.height() >= 0 && v.width() >= 0 && v.channels() >= 0 &&
-                     v.pixel_stride() >= v.channels(),
-                 errc::invalid_argument, what);
+  return require(
+      v.batch() >= 1 && v.height() >= 0 && v.width() >= 0 && v.channels() >= 0 && v.pixel_stride() >= v.channels(),
+      errc::invalid_argument, what);
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -14,19 +14,18 @@
 #include <string_view>
 #include <tuple>
 
-#include "mosaiq/simd/target.hpp"
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/padding.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/resize_mode.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/net/banding.hpp"
 #include "mosaiq/ops/conv.hpp"
 #include "mosaiq/ops/depthwise.hpp"
 #include "mosaiq/ops/pointwise.hpp"
 #include "mosaiq/ops/resize.hpp"
-
-#include "mosaiq/net/banding.hpp"
+#include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 

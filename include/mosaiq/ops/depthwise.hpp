@@ -408,7 +408,8 @@ class depthwise {
     std::memset(pad_pixel, static_cast<std::uint8_t>(input_zero_point_), static_cast<std::size_t>(oc));
     std::memset(pad_row, static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip), l.row_bytes);
 
-    const std::ptrdiff_t column_stride = static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
+    const std::ptrdiff_t column_stride =
+        static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
     const std::ptrdiff_t group_stride = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
 
     for (int n = 0; n < in.batch(); ++n) {

@@ -3,9 +3,9 @@
 //
 // Two generators:
 //  * Caffe-SSD PriorBox (weiliu89/caffe, branch ssd): corner boxes [xmin, ymin, xmax, ymax] normalized by the image
-//    size, 4 variances per prior, per-cell order min, sqrt(min*max), then each aspect ratio != 1. The ssd head truncates
-//    min/max sizes to int and does the corner arithmetic in double; OpenCV's PriorBox keeps float sizes and float
-//    arithmetic. prior_size_rule picks one; the default is the Caffe ssd head.
+//    size, 4 variances per prior, per-cell order min, sqrt(min*max), then each aspect ratio != 1. The ssd head
+//    truncates min/max sizes to int and does the corner arithmetic in double; OpenCV's PriorBox keeps float sizes and
+//    float arithmetic. prior_size_rule picks one; the default is the Caffe ssd head.
 //  * TF Object Detection API create_ssd_anchors / MultipleGridAnchorGenerator: [ycenter, xcenter, h, w] as exported
 //    to TFLite's detection postprocess (center -> corners -> center in float32, which the exporter does).
 #pragma once
@@ -14,10 +14,10 @@
 #include <bit>
 #include <cmath>
 #include <cstddef>
-#include <type_traits>
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <type_traits>
 
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -88,8 +88,10 @@ constexpr double constexpr_sqrt(double x) noexcept {
     return residual < 0 ? -residual : residual;
   };
   for (int step = 0; step < 2; ++step) {
-    if (magnitude(detail::next_up(r)) < magnitude(r)) r = detail::next_up(r);
-    else if (magnitude(detail::next_down(r)) < magnitude(r)) r = detail::next_down(r);
+    if (magnitude(detail::next_up(r)) < magnitude(r))
+      r = detail::next_up(r);
+    else if (magnitude(detail::next_down(r)) < magnitude(r))
+      r = detail::next_down(r);
   }
   return r;
 }
@@ -142,7 +144,8 @@ struct caffe_prior_layer {
     for (const float ratio : aspect_ratios) {
       if (ratio <= 0) continue;
       bool already = false;
-      for (int i = 0; i < count; ++i) already = already || detail::abs_value(ratio - list[static_cast<std::size_t>(i)]) < 1e-6f;
+      for (int i = 0; i < count; ++i)
+        already = already || detail::abs_value(ratio - list[static_cast<std::size_t>(i)]) < 1e-6f;
       if (already) continue;
       list[static_cast<std::size_t>(count++)] = ratio;
       if (flip) list[static_cast<std::size_t>(count++)] = 1.0f / ratio;
@@ -165,11 +168,11 @@ struct caffe_prior_layer {
     bool ok = layer_height > 0 && layer_width > 0 && image_height > 0 && image_width > 0 && mins > 0 &&
               (maxs == 0 || maxs == mins) && step_h >= 0 && step_w >= 0;
     for (int i = 0; i < mins; ++i) ok = ok && min_sizes[static_cast<std::size_t>(i)] > 0;
-    for (int i = 0; i < maxs; ++i) ok = ok && max_sizes[static_cast<std::size_t>(i)] > min_sizes[static_cast<std::size_t>(i)];
+    for (int i = 0; i < maxs; ++i)
+      ok = ok && max_sizes[static_cast<std::size_t>(i)] > min_sizes[static_cast<std::size_t>(i)];
     for (const float v : variances) ok = ok && v > 0;
     return ok;
   }
-
 };
 
 /// Total priors of a list of layers.
@@ -199,8 +202,9 @@ constexpr int caffe_cell_extents(const caffe_prior_layer& layer, std::array<box_
     if (layer.max_size_count() > 0) {
       const float max_f = layer.max_sizes[static_cast<std::size_t>(s)];
       // Caffe: sqrt of an int product, stored in a float. OpenCV: float product, float sqrt.
-      const float side = caffe ? static_cast<float>(constexpr_sqrt(static_cast<double>(min_i * static_cast<int>(max_f))))
-                               : constexpr_sqrt(min_f * max_f);
+      const float side = caffe
+                             ? static_cast<float>(constexpr_sqrt(static_cast<double>(min_i * static_cast<int>(max_f))))
+                             : constexpr_sqrt(min_f * max_f);
       extents[static_cast<std::size_t>(n++)] = {side, side};
     }
     for (int r = 1; r < ratio_count; ++r) {
@@ -231,10 +235,10 @@ constexpr std::size_t generate_caffe_priors(const caffe_prior_layer& layer, std:
     return require(false, errc::shape_mismatch, "generate_caffe_priors: output span too small"), 0;
   std::array<detail::box_extent, 4 * 14> extents{};
   const int per_cell = detail::caffe_cell_extents(layer, extents);
-  const float step_w = layer.step_w > 0 ? layer.step_w
-                                        : static_cast<float>(layer.image_width) / static_cast<float>(layer.layer_width);
-  const float step_h = layer.step_h > 0 ? layer.step_h
-                                        : static_cast<float>(layer.image_height) / static_cast<float>(layer.layer_height);
+  const float step_w =
+      layer.step_w > 0 ? layer.step_w : static_cast<float>(layer.image_width) / static_cast<float>(layer.layer_width);
+  const float step_h =
+      layer.step_h > 0 ? layer.step_h : static_cast<float>(layer.image_height) / static_cast<float>(layer.layer_height);
   const bool caffe = layer.size_rule == prior_size_rule::caffe_ssd;
   std::size_t index = 0;
   for (int h = 0; h < layer.layer_height; ++h) {
@@ -248,7 +252,8 @@ constexpr std::size_t generate_caffe_priors(const caffe_prior_layer& layer, std:
           // Caffe: (center - float_side / 2.) / int_image in double, stored as float.
           const auto side_w = static_cast<double>(static_cast<float>(extent.width));
           const auto side_h = static_cast<double>(static_cast<float>(extent.height));
-          const auto image_w = static_cast<double>(layer.image_width), image_h = static_cast<double>(layer.image_height);
+          const auto image_w = static_cast<double>(layer.image_width),
+                     image_h = static_cast<double>(layer.image_height);
           box = {static_cast<float>((center_x - side_w / 2.) / image_w),
                  static_cast<float>((center_y - side_h / 2.) / image_h),
                  static_cast<float>((center_x + side_w / 2.) / image_w),

@@ -27,7 +27,7 @@
 #include "mosaiq/simd/target.hpp"
 
 #if !defined(MOSAIQ_NO_AMX) && !defined(MOSAIQ_FORCE_SCALAR) && defined(__x86_64__) && defined(__linux__) && \
-    (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VNNI__) && defined(__AVX512BW__) &&      \
+    (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VNNI__) && defined(__AVX512BW__) &&         \
     defined(__AVX512VL__) && defined(__AVX512DQ__)
 #define MOSAIQ_HAS_AMX_PATH 1
 #include <cpuid.h>
@@ -150,8 +150,8 @@ template <bool SignedA, int C, int A, int B>
     asm volatile("tdpbusd %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"i"(C), "i"(A), "i"(B));
 }
 
-inline constexpr int k_step = 64;                  // bytes of K per A tile row (16 groups of 4)
-inline constexpr int panel_step_bytes = 16 * 64;   // bytes of one B tile: 16 k groups x 16 channels x 4
+inline constexpr int k_step = 64;                 // bytes of K per A tile row (16 groups of 4)
+inline constexpr int panel_step_bytes = 16 * 64;  // bytes of one B tile: 16 k groups x 16 channels x 4
 
 /// One register tile of the int8 GEMM: (16 * MP) rows x (16 * NB) int32 columns, MP, NB in {1, 2},
 /// tiles tmm0..3 accumulating (row half, column half), tmm4/5 the A rows, tmm6/7 the B panels.

@@ -21,7 +21,9 @@ inline int32x4_t rounding_divide_by_pot(int32x4_t x, int32x4_t exponent) noexcep
 }
 
 #if defined(__aarch64__)
-inline int64x2_t rounding_shift_right_s64(int64x2_t v, int64x2_t count) noexcept { return vrshlq_s64(v, vnegq_s64(count)); }
+inline int64x2_t rounding_shift_right_s64(int64x2_t v, int64x2_t count) noexcept {
+  return vrshlq_s64(v, vnegq_s64(count));
+}
 #else
 inline int64x2_t rounding_shift_right_s64(int64x2_t v, int64x2_t count) noexcept {
   return vrshlq_s64(v, vsubq_s64(vdupq_n_s64(0), count));

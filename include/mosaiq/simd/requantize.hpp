@@ -9,8 +9,8 @@
 #include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/scalar.hpp"
-#include "mosaiq/simd/x86.hpp"
 #include "mosaiq/simd/target.hpp"
+#include "mosaiq/simd/x86.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd {
 
@@ -30,7 +30,9 @@ inline void multiply_by_quantized_multiplier(const std::int32_t* x, requant_scal
   } else if constexpr (native_isa == isa::avx2 || native_isa == isa::avx2_vnni) {
 #if defined(__AVX2__)
     for (; i + 8 <= n; i += 8) {
-      const auto load = [i](const std::int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)); };
+      const auto load = [i](const std::int32_t* p) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+      };
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
                           avx2::multiply_by_quantized_multiplier<Mode>(load(x), load(s.multiplier), load(s.left_shift),
                                                                        load(s.right_shift)));
@@ -70,7 +72,9 @@ inline void requantize(const std::int32_t* acc, requant_scales_view s, std::int3
     const __m256i zp = _mm256_set1_epi32(output_zero_point), lo = _mm256_set1_epi32(clamp_min),
                   hi = _mm256_set1_epi32(clamp_max);
     for (; i + 8 <= n; i += 8) {
-      const auto load = [i](const std::int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)); };
+      const auto load = [i](const std::int32_t* p) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
+      };
       avx2::store_low_bytes(out + i, avx2::requantize_epi32<Mode>(load(acc), load(s.multiplier), load(s.left_shift),
                                                                   load(s.right_shift), zp, lo, hi));
     }

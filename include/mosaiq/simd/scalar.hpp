@@ -17,9 +17,7 @@ struct requant_scales_view {
   const std::int32_t* left_shift;
   const std::int32_t* right_shift;
 
-  constexpr requant_scale at(std::size_t i) const noexcept {
-    return {multiplier[i], left_shift[i], right_shift[i]};
-  }
+  constexpr requant_scale at(std::size_t i) const noexcept { return {multiplier[i], left_shift[i], right_shift[i]}; }
 };
 
 namespace scalar {

@@ -23,8 +23,8 @@
 
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/tensor.hpp"
-#include "mosaiq/tools/float_network.hpp"
 #include "mosaiq/simd/target.hpp"
+#include "mosaiq/tools/float_network.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools {
 

@@ -20,7 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include "mosaiq/simd/target.hpp"
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/net/layers.hpp"
@@ -34,6 +33,7 @@
 #include "mosaiq/reference/resize.hpp"
 #include "mosaiq/reference/softmax.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
+#include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools {
 

@@ -36,9 +36,9 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/net/executor.hpp"
 #include "mosaiq/net/network.hpp"
+#include "mosaiq/simd/target.hpp"
 #include "mosaiq/tools/calibrate.hpp"
 #include "mosaiq/tools/float_network.hpp"
-#include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools {
 
@@ -291,8 +291,7 @@ bool quantize_layer(const float_weights<Net>& fw, const std::array<float_range, 
     if constexpr (has_filter<W>) {
       constexpr channel_axis axis =
           Layer::kind == std::string_view("depthwise") ? channel_axis::last : channel_axis::first;
-      if (!quantize_conv<T>(fw.template layer<I>(), axis, quant[static_cast<std::size_t>(node.inputs[0])], lw,
-                            method))
+      if (!quantize_conv<T>(fw.template layer<I>(), axis, quant[static_cast<std::size_t>(node.inputs[0])], lw, method))
         return false;
     }
     propagate_quant<Net, I>(out, quant);

@@ -10,8 +10,8 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/simd/neon.hpp"
-#include "mosaiq/simd/x86.hpp"
 #include "mosaiq/simd/target.hpp"
+#include "mosaiq/simd/x86.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::kernel {
 
