@@ -392,11 +392,96 @@ void register_face_rows(std::shared_ptr<face_shared<T>> shared, std::shared_ptr<
 #endif
 }
 
+/// The same network on another input type (the layers unchanged): the banded plan of a network.
+template <class Net, class Input>
+struct on_input;
+template <class Old, layer_descriptor... Layers, class Input>
+struct on_input<network<Old, Layers...>, Input> {
+  using type = network<Input, Layers...>;
+};
+
+/// The face detector's banded plan: the first layers (the 256x256 and 128x128 maps) run in bands of one
+/// output row, the plan `banding::automatic(35)` picks (README, "Row bands"); planned for one thread (the
+/// examples' input plans workspace slices for mosaiq_examples::max_threads), so it has one-thread rows only.
+inline constexpr banding face_banding = banding::chain(0, 11, 1);
+template <quantized_element T>
+using face_banded_net =
+    typename on_input<face::ssd_mobilenet_v1<T>, typename input<T, face::input_size, face::input_size,
+                                                                3>::template with_banding<face_banding>>::type;
+
+/// `face_512_<t>_banded`: the same weights and frame through the banded plan (its arena in the counters);
+/// the first run is compared byte for byte with the layer-by-layer output of the detector.
+template <quantized_element T>
+struct face_banded {
+  using net = face_banded_net<T>;
+  using whole = typename face_problem<T>::net;
+  std::unique_ptr<typename net::weights> weights = std::make_unique<typename net::weights>();
+  std::optional<typename net::prepared> prepared;
+  aligned_buffer<T> output{net::output_shape.elements()};
+  aligned_buffer<std::byte> arena{net::arena_bytes};
+
+  explicit face_banded(const face_problem<T>& p) {
+    weights->input = p.model->weights.input;
+    weights->layers = p.model->weights.layers;
+    prepared.emplace(net::prepare(*weights));
+    run(p);
+    aligned_buffer<T> want{whole::output_shape.elements()};
+    aligned_buffer<std::byte> whole_arena{whole::arena_bytes};
+    serial_executor serial;
+    whole::run(whole::prepare(p.model->weights), p.input_view(), tensor_view<T>(want.data(), whole::output_shape),
+               whole_arena.span(), serial);
+    if (!std::equal(output.data(), output.data() + net::output_shape.elements(), want.data()))
+      throw std::runtime_error("banded face detector differs from layer by layer");
+  }
+  template <parallel_executor E = serial_executor>
+  void run(const face_problem<T>& p, E&& exec = E{}) {
+    net::run(*prepared, p.input_view(), tensor_view<T>(output.data(), net::output_shape), arena.span(), exec);
+  }
+};
+static_assert(face_banded_net<i8>::banded && face_banded_net<i8>::band_saved_bytes > 0);
+
+template <quantized_element T>
+void register_face_banded_row(std::shared_ptr<face_shared<T>> shared, std::shared_ptr<thread_pools> pools) {
+  using net = face_banded_net<T>;
+  const int threads = pools->threads;
+  const std::string case_name = face_problem<T>::case_name() + "_banded" + threads_suffix(threads);
+  auto banded = std::make_shared<std::optional<face_banded<T>>>();
+  auto error = std::make_shared<std::string>();
+  with_clock(threads, register_row("network", "mosaiq", case_name, [=](benchmark::State& state) {
+               face_problem<T>* p = shared->get();
+               if (p == nullptr) return state.SkipWithError(shared->error.c_str());
+               if (!*banded && error->empty()) {
+                 try {
+                   banded->emplace(*p);
+                 } catch (const std::exception& e) {
+                   *error = e.what();
+                 }
+               }
+               if (!error->empty()) return state.SkipWithError(error->c_str());
+               face_banded<T>& b = **banded;
+               time_frames(
+                   state, threads, [&b, p, &pools] { b.run(*p, pools->mosaiq_pool()); }, net::macs,
+                   [](benchmark::State& s, double ms) {
+                     memory_counters<net>(s, ms);
+                     s.counters["band_saved_bytes"] = double(net::band_saved_bytes);
+                   },
+                   nullptr);
+               state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; layers " +
+                              std::to_string(net::band_first_layer) + ".." + std::to_string(net::band_last_layer) +
+                              " in bands of " + std::to_string(net::band_rows) + " row(s), " + std::to_string(threads) +
+                              " thread(s)");
+             }));
+}
+
 template <quantized_element T>
 void register_face(const std::vector<int>& thread_counts) {
   auto shared = std::make_shared<face_shared<T>>();
   auto twin = std::make_shared<twin_state<typename face_problem<T>::net>>();
-  for (const int threads : thread_counts) register_face_rows<T>(shared, std::make_shared<thread_pools>(threads), twin);
+  for (const int threads : thread_counts) {
+    auto pools = std::make_shared<thread_pools>(threads);
+    register_face_rows<T>(shared, pools, twin);
+    if (threads == 1) register_face_banded_row<T>(shared, pools);
+  }
 }
 
 #endif
