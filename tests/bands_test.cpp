@@ -40,25 +40,25 @@ using pw = L::pointwise<L::pointwise_config{.out_channels = Channels, .act = act
 template <class T, int MaxThreads, banding B>
 using chain_net =
     network<typename input<T, 37, 29, 5>::template with_max_threads<MaxThreads>::template with_banding<B>,
-            L::tap<"in">,                                                                    // 0
-            L::global_average_pool<>,                                                        // 1: 1x1x5
-            pw<16>,                                                                          // 2: 1x1x16
-            L::tap<"gate">,                                                                  // 3
-            L::from<"in">,                                                                   // 4
-            conv3x3<16, 1>,                                                                  // 5: 37x29x16
-            dw3x3<2>,                                                                        // 6: 19x15x16 SAME s2
-            dw3x3<1, 2>,                                                                     // 7: dilation 2
-            L::tap<"a">,                                                                     // 8
-            pw<24>,                                                                          // 9: 19x15x24
-            conv3x3<16, 1, 2>,                                                               // 10: dilated conv
-            L::add<"a">,                                                                     // 11: tap inside the chain
-            L::mul<"gate">,                                                                  // 12: broadcast tap
-            L::tap<"b">,                                                                     // 13
-            L::max_pool<{.kernel = {3, 3}, .stride = {1, 1}, .pad = padding::same()}>,       // 14
-            L::tap<"c">,                                                                     // 15
-            L::concat<"b", "c">,                                                             // 16: 19x15x32
-            L::average_pool<{.kernel = {3, 2}, .stride = {2, 2}, .pad = padding::valid()}>,  // 17: 9x7x32
-            conv3x3<12, 2>,                                                                  // 18: 5x4x12 SAME s2
+            L::tap<"in">,              // 0
+            L::global_average_pool<>,  // 1: 1x1x5
+            pw<16>,                    // 2: 1x1x16
+            L::tap<"gate">,            // 3
+            L::from<"in">,             // 4
+            conv3x3<16, 1>,            // 5: 37x29x16
+            dw3x3<2>,                  // 6: 19x15x16 SAME s2
+            dw3x3<1, 2>,               // 7: dilation 2
+            L::tap<"a">,               // 8
+            pw<24>,                    // 9: 19x15x24
+            conv3x3<16, 1, 2>,         // 10: dilated conv
+            L::add<"a">,               // 11: tap inside the chain
+            L::mul<"gate">,            // 12: broadcast tap
+            L::tap<"b">,               // 13
+            L::max_pool<L::pool_config{.kernel = {3, 3}, .stride = {1, 1}, .pad = padding::same()}>,  // 14
+            L::tap<"c">,                                                                              // 15
+            L::concat<"b", "c">,                                                                      // 16: 19x15x32
+            L::average_pool<L::pool_config{.kernel = {3, 2}, .stride = {2, 2}, .pad = padding::valid()}>,  // 17: 9x7x32
+            conv3x3<12, 2>,  // 18: 5x4x12 SAME s2
             L::depthwise<L::depthwise_config{.kernel = {5, 3}, .pad = padding::explicit_pads(2, 1, 1, 1)}>,  // 19: 4x4
             L::softmax<>>;                                                                                   // 20
 
