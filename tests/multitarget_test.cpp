@@ -94,8 +94,9 @@ struct strided_tensor {
 template <class T>
 std::vector<T> run_entry(const dispatch::network_entry& entry, std::span<const std::byte> blob,
                          const strided_tensor<T>& input, shape output_dims) {
+  // The storage outlives the network: its destructor destroys the state kept there.
+  std::vector<std::byte> state_storage(entry.state_bytes + entry.state_alignment);
   dispatched_network net(entry);
-  std::vector<std::byte> state_storage(net.state_bytes() + net.state_alignment());
   void* state_start = state_storage.data();
   std::size_t space = state_storage.size();
   REQUIRE(std::align(net.state_alignment(), net.state_bytes(), state_start, space) != nullptr);
@@ -203,6 +204,7 @@ TEST_CASE("multitarget: dispatch picks the best linked target the CPU runs") {
 TEST_CASE("multitarget: misuse at the boundary is a status, nothing is written") {
   const dispatch::network_entry& entry = *MOSAIQ_NETWORK_ENTRIES(mt_u8_net)[std::size_t(dispatch::target::scalar)];
   const std::vector<std::byte> blob = blob_of<mt::u8_net>(u8_weights(4));
+  test::aligned_arena state(entry.state_bytes + 64);  // outlives the network, which destroys its state
   dispatched_network net(entry);
   const strided_tensor<u8> input(mt::u8_net::input_shape, 0, 1);
   strided_tensor<u8> output(mt::u8_net::output_shape, 0, 2);
@@ -210,7 +212,6 @@ TEST_CASE("multitarget: misuse at the boundary is a status, nothing is written")
   test::aligned_arena arena(net.arena_bytes() + 64);
   CHECK(net.run(input.cview(), output.view(), arena.bytes).code == errc::invalid_argument);  // not prepared
 
-  test::aligned_arena state(net.state_bytes() + 64);
   CHECK(net.prepare(blob, state.bytes.first(net.state_bytes() - 1)).code == errc::invalid_argument);
   if (net.state_alignment() > 1) CHECK(net.prepare(blob, state.bytes.subspan(1)).code == errc::bad_alignment);
   CHECK(net.prepare(std::span(blob).first(blob.size() - 1), state.bytes).code == errc::blob_mismatch);

@@ -147,7 +147,8 @@ class dispatched_network {
   shape output_shape() const noexcept { return entry_ ? to_shape(entry_->output_dims) : shape{}; }
 
   /// Load time: reads the weights blob (network::save) into `state_storage` (state_bytes() bytes,
-  /// state_alignment() aligned, outliving this object's use) and prepares the network there.
+  /// state_alignment() aligned; it must outlive this object, whose destructor destroys the state
+  /// there) and prepares the network there.
   status prepare(std::span<const std::byte> blob, std::span<std::byte> state_storage) noexcept {
     release();
     if (!entry_) return {errc::invalid_argument, "dispatched_network: no linked target runs on this CPU"};

@@ -3,5 +3,5 @@
 #include "mosaiq/net/network.hpp"
 
 using net = mosaiq::network<mosaiq::input<mosaiq::u8, 8, 8, 4>,
-                            mosaiq::layers::resize_bilinear<{.out_height = 12, .out_width = 12}>>;
+                            mosaiq::layers::resize_bilinear<mosaiq::layers::resize_config{.out_height = 12, .out_width = 12}>>;
 static_assert(net::layer_count == 1);
