@@ -26,9 +26,7 @@ using mosaiq::u8;
 using mosaiq::test::placed_tensor;
 namespace ref = mosaiq::reference;
 
-struct layout {
-  int batch, extra, misalign;
-};
+using mosaiq::test::layout;
 constexpr layout layouts[] = {{1, 0, 0}, {2, 0, 1}, {1, 3, 1}, {2, 1, 2}};
 
 /// Random weights and requantization for Cfg over `cin` input channels, the kernel, and the reference beside it.
