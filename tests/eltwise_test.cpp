@@ -14,10 +14,13 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <random>
 #include <span>
 #include <vector>
 
+#include "mosaiq/ops/eltwise/held_lines.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "placed_tensor.hpp"
 #include "support.hpp"
@@ -293,7 +296,7 @@ TEST_CASE("eltwise kernels: misuse is reported and writes nothing") {
 // ---------------------------------------------------------------------------------------------------------------
 
 constexpr int out_batch = 2, out_height = 3, out_width = 5;
-constexpr int broadcast_channel_counts[] = {1, 3, 8, 15, 16, 17, 33, 100};
+constexpr int broadcast_channel_counts[] = {1, 3, 8, 15, 16, 17, 31, 32, 33, 47, 64, 100};
 
 /// An input's extents under a broadcast pattern: bit 0 batch, 1 height, 2 width, 3 channels; a set bit keeps the
 /// output's extent, a clear one is 1.
@@ -445,6 +448,108 @@ TEST_CASE_TEMPLATE("mul over every pair of values equals the reference, element-
            tensor_view<T>(out.data(), wide));
     CHECK(out == expected);
   }
+}
+
+/// Every (a, b) pair through a per-channel vector held over a map: the vector holds every byte value (channel c is c)
+/// and map pixel x holds x in every channel, so output pixel x, channel c is op(x, c) (held b) or op(c, x) (held a).
+/// Both sides, both rounding modes, an activation; the held lines (held_lines.hpp) carry every value they fit exactly.
+template <class T, rounding R, class Op>
+void check_every_pair_held(const Op& op, const char* name) {
+  std::vector<T> vector(256), map(65536), out(65536), expected(65536);
+  for (int i = 0; i < 256; ++i) vector[static_cast<std::size_t>(i)] = static_cast<T>(i);
+  for (int i = 0; i < 65536; ++i) map[static_cast<std::size_t>(i)] = static_cast<T>(i >> 8);
+  const shape wide{1, 256, 256}, channels{1, 1, 256};
+  const tensor_view<const T> v(vector.data(), channels), m(map.data(), wide);
+  const tensor_view<T> o(out.data(), wide), e(expected.data(), wide);
+  CAPTURE(name);
+  for (const bool held_b : {true, false}) {
+    CAPTURE(held_b);
+    std::fill(out.begin(), out.end(), T{});
+    if (held_b) {
+      op(m, v, o);
+      if constexpr (std::is_same_v<Op, mosaiq::add<T, R>>)
+        ref::add<R, T>(m, v, e, op.params());
+      else
+        ref::mul<R, T>(m, v, e, op.params());
+    } else {
+      op(v, m, o);
+      if constexpr (std::is_same_v<Op, mosaiq::add<T, R>>)
+        ref::add<R, T>(v, m, e, op.params());
+      else
+        ref::mul<R, T>(v, m, e, op.params());
+    }
+    CHECK(out == expected);
+  }
+}
+
+template <class T, rounding R>
+void check_held_lines_every_pair() {
+  std::mt19937 rng(21);
+  for (const activation act : {activation::none, activation::relu6}) {
+    for (const auto& q : add_quantizations<T>(rng))
+      check_every_pair_held<T, R>(mosaiq::add<T, R>(q[0], q[1], q[2], act), "add");
+    for (const auto& q : mul_quantizations<T>(rng)) {
+      const mosaiq::mul<T, R> kernel(q[0], q[1], q[2], act);
+      if (kernel.valid()) check_every_pair_held<T, R>(kernel, "mul");
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("held lines: every pair through a per-channel vector, TFLite reference rounding", T, u8, i8) {
+  check_held_lines_every_pair<T, rounding::tflite_reference>();
+}
+TEST_CASE_TEMPLATE("held lines: every pair through a per-channel vector, single rounding", T, u8, i8) {
+  check_held_lines_every_pair<T, rounding::single_round>();
+}
+
+TEST_CASE_TEMPLATE("held lines: every value of a gate or a residual branch has an exact line", T, u8, i8) {
+  // The quantizations of bench_eltwise's broadcast rows (a logistic gate and an add of two activations): the run
+  // kernels must take the lines for every held value, so the pair tests above exercise them and not the fallback.
+  const int zp = std::is_same_v<T, u8> ? 128 : 0;
+  const quant_params map{0.05f, zp - 3}, out{0.07f, zp + 2}, gate{1.0f / 256, zp - 128}, branch{0.03f, zp + 9};
+  for (const activation act : {activation::none, activation::relu6}) {
+    const mosaiq::mul<T> mul(map, gate, out, act);
+    const mosaiq::add<T> add(map, branch, out, act);
+#if MOSAIQ_TARGET_SIMD
+    REQUIRE(mul.held_lines() != nullptr);
+    REQUIRE(add.held_lines() != nullptr);
+    CHECK(mul.held_lines()->held_a.exact_count == 256);
+    CHECK(mul.held_lines()->held_b.exact_count == 256);
+    CHECK(add.held_lines()->held_a.exact_count == 256);
+    CHECK(add.held_lines()->held_b.exact_count == 256);
+#else
+    CHECK(mul.held_lines() == nullptr);  // scalar builds run the reference
+    CHECK(add.held_lines() == nullptr);
+#endif
+  }
+}
+
+TEST_CASE("held lines: a line is fitted only where it reproduces every output") {
+  using namespace mosaiq::detail::eltwise;
+  const mosaiq::clamp_range clamp{0, 255};
+  std::array<std::int32_t, 256> outputs{};
+  // floor(x / 3 + 10): exact with a slope near 1/3.
+  for (int x = 0; x < 256; ++x) outputs[static_cast<std::size_t>(x)] = x / 3 + 10;
+  held_line line = fit_line(outputs, 0, 1.0 / 3, std::numeric_limits<std::int32_t>::min(), clamp);
+  REQUIRE(line.exact);
+  for (int x = 0; x < 256; ++x)
+    CHECK(line_output(line, x, std::numeric_limits<std::int32_t>::min(), clamp) == x / 3 + 10);
+  // A jump of one step at x = 100 cannot be one line, but is two pieces split there.
+  for (int x = 100; x < 256; ++x) outputs[static_cast<std::size_t>(x)] += 1;
+  CHECK_FALSE(fit_line(outputs, 0, 1.0 / 3, std::numeric_limits<std::int32_t>::min(), clamp).exact);
+  line = fit_line(outputs, 0, 1.0 / 3, 100, clamp);
+  REQUIRE(line.exact);
+  for (int x = 0; x < 256; ++x) CHECK(line_output(line, x, 100, clamp) == outputs[static_cast<std::size_t>(x)]);
+  // Not monotone: no line.
+  outputs[7] = 200;
+  CHECK_FALSE(fit_line(outputs, 0, 1.0 / 3, 100, clamp).exact);
+  // Clamped outputs only bound the line from one side; a steep line saturating on both ends fits.
+  for (int x = 0; x < 256; ++x) outputs[static_cast<std::size_t>(x)] = std::clamp(3 * (x - 120) / 2, 0, 255);
+  line = fit_line(outputs, 0, 1.5, std::numeric_limits<std::int32_t>::min(), clamp);
+  REQUIRE(line.exact);
+  for (int x = 0; x < 256; ++x)
+    CHECK(line_output(line, x, std::numeric_limits<std::int32_t>::min(), clamp) ==
+          outputs[static_cast<std::size_t>(x)]);
 }
 
 TEST_CASE("broadcast kernels: a wide per-channel vector is held in chunks of channels") {

@@ -7,11 +7,16 @@
 //   excite(map, gate, out);       // gate 1x1xC over map HxWxC (TFLite broadcasting), or any broadcast, or equal shapes
 //
 // Broadcasting (add and mul, run_broadcast): equal dense shapes run as one flat array; a single element against a full
-// tensor is one held term; otherwise pixel by pixel, each input's channel run read element-wise, held as precomputed
-// int32 terms (an input of width 1 against one that moves along x: a per-channel vector, a column; recomputed only when
-// its pixel changes, 256 channels at a time), or held as one term (an input with one channel). A term is what one
-// element contributes before the other input is read: its scaled value (add pipeline), its table entry (add tables,
-// gathered on AVX2/AVX-512) or its offset value (mul).
+// tensor is one held term; otherwise pixel by pixel, each input's channel run read element-wise, held (an input of
+// width 1 against one that moves along x: a per-channel vector, a column; prepared only when its pixel changes, 256
+// channels at a time), or held as one term (an input with one channel). A held channel runs on its held line
+// (ops/eltwise/held_lines.hpp: for each value of the held input, one fixed-point line over the 256 values of the run
+// input, fitted and proven exact at load; one multiply-add, shift and clamp per element), or, for a value without an
+// exact line, on precomputed int32 terms: what one element contributes before the other input is read, its scaled
+// value (add pipeline), its table entry (add tables, gathered on AVX2/AVX-512) or its offset value (mul).
+//
+// Per-ISA kernels live beside this front end: ops/eltwise/avx2.hpp (folded MUL rounding, table gathers, 32-element held
+// lines), avx512.hpp (VBMI byte-plane tables, gathers), neon.hpp (tbl tables); add_tables.hpp builds add's tables.
 //
 // mul: TFLite's MUL, out = clamp(zp + MultiplyByQuantizedMultiplier((a - zp_a)(b - zp_b), M)); the products are exact
 // in int32 lanes. AVX2 folds the multiplier's two roundings into one floor (mul_folded_regs); AVX-512 and NEON run
@@ -57,6 +62,11 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/eltwise/add_tables.hpp"
+#include "mosaiq/ops/eltwise/avx2.hpp"
+#include "mosaiq/ops/eltwise/avx512.hpp"
+#include "mosaiq/ops/eltwise/held_lines.hpp"
+#include "mosaiq/ops/eltwise/neon.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/simd/lanes.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -194,61 +204,6 @@ struct mul_regs {
   }
 };
 
-#if MOSAIQ_TARGET_AVX2 && !MOSAIQ_TARGET_AVX512
-#define MOSAIQ_MUL_FOLDED 1
-/// MUL's requantization with its two roundings folded into one floor (AVX2, exact). With P = (product << left) * M:
-/// SaturatingRoundingDoublingHighMul is Q = floor((P + 2^30) / 2^31) (M is never INT32_MIN, so it never saturates),
-/// and RoundingDivideByPOT(Q, e) = floor((Q + 2^(e-1) - [Q < 0]) / 2^e) = floor(Q' / 2^e) with
-/// Q' = floor((P + 2^30 + 2^(30+e)) / 2^31) - [Q < 0]. Q < 0 exactly when P < -2^30; the correction is applied for
-/// every negative product instead (M is 0 or in [2^30, 2^31)), which differs only where P + 2^30 is in [0, 2^30):
-/// there Q' is 2^(e-1) or 2^(e-1) - 1, both 0 after the shift by e >= 1. Single rounding with shift <= 0 is floor((P +
-/// 2^(n-1)) / 2^n), n = 31 - shift >= 31: the same steps without the correction. Bits 31..62 of the 64-bit sums hold Q'
-/// (|P| < 2^62), so one pair of 32x32->64 multiplies and three shifts replace the general lane multiply.
-struct mul_folded_regs {
-  __m256i multiplier, beta, threshold, output_offset, clamp_min, clamp_max;
-  __m128i left_shift, right_shift;
-  bool usable = false;
-
-  template <rounding R>
-  static mul_folded_regs of(const reference::mul_params& p) noexcept {
-    const quantized_multiplier q = p.output_multiplier;
-    mul_folded_regs k{};
-    const int left = q.shift > 0 ? q.shift : 0, right = q.shift < 0 ? -q.shift : 0;
-    std::int64_t beta = std::int64_t{1} << 30;
-    std::int32_t threshold = INT32_MIN;  // no lane is below it: no correction
-    if constexpr (R == rounding::tflite_reference) {
-      if (right > 0) {
-        beta += std::int64_t{1} << (30 + right);
-        threshold = 0;
-      }
-    } else {
-      if (q.shift > 0) return k;  // n < 31: the general lane multiply
-      beta = std::int64_t{1} << (30 + right);
-    }
-    k.multiplier = _mm256_set1_epi32(q.multiplier);
-    k.beta = _mm256_set1_epi64x(beta);
-    k.threshold = _mm256_set1_epi32(threshold);
-    k.output_offset = _mm256_set1_epi32(p.output_offset);
-    k.clamp_min = _mm256_set1_epi32(p.clamp.min);
-    k.clamp_max = _mm256_set1_epi32(p.clamp.max);
-    k.left_shift = _mm_cvtsi32_si128(left);
-    k.right_shift = _mm_cvtsi32_si128(right);
-    k.usable = true;
-    return k;
-  }
-
-  [[gnu::always_inline]] __m256i operator()(__m256i product) const noexcept {
-    const __m256i shifted = _mm256_sll_epi32(product, left_shift);
-    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(shifted, multiplier), beta);
-    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(shifted, 32), multiplier), beta);
-    __m256i q = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0b10101010);
-    q = _mm256_add_epi32(q, _mm256_cmpgt_epi32(threshold, shifted));  // - [Q < 0]
-    q = _mm256_add_epi32(_mm256_sra_epi32(q, right_shift), output_offset);
-    return _mm256_min_epi32(_mm256_max_epi32(q, clamp_min), clamp_max);
-  }
-};
-#endif
-
 /// Element-wise MUL: output(offset a * offset b) on blocks of 16.
 template <quantized_element T, class Output>
 inline void mul_span(const T* a, const T* b, T* out, std::size_t n, lanes::reg offset1, lanes::reg offset2,
@@ -306,333 +261,6 @@ inline void rescale_span(const T* in, T* out, std::size_t n, const rescale_regs&
 }
 #endif
 
-/// The per-input tables of add (see the file comment): out = clamp((first[a] + second[b]) >> 8, clamp). Entries are
-/// indexed by the element's byte (its bit pattern, so i8 -1 is entry 255). `exact` is set only when the formula was
-/// checked against the reference pipeline on all 65,536 (a, b) pairs; otherwise add runs the arithmetic pipeline.
-struct add_tables {
-  std::array<std::int32_t, 256> first{}, second{};
-  /// The same entries as byte planes for the byte-shuffle kernels: rank1, level1 low, level1 high, rank2 (= 255 minus
-  /// the low byte of second), level2 low, level2 high.
-  std::array<std::array<std::uint8_t, 256>, 6> planes{};
-  bool exact = false;
-};
-
-/// Largest |H| kept in a table entry: H1 + H2 + carry then fits int16 (the VBMI kernel adds 16-bit words).
-inline constexpr std::int32_t max_table_level = 16383;
-
-template <rounding R, quantized_element T>
-add_tables make_add_tables(const reference::add_params& p) {
-  add_tables tables;
-  if (!p.valid) return tables;
-  const reference::detail::add_scales scales = reference::detail::decode_add_scales<R>(p);
-  const requant_scale out = scales.output;
-  if (out.left_shift != 0) return tables;  // make_add_params guarantees shift <= 0; stay general anyway
-
-  // The scaled inputs, exactly as reference::detail::add_element computes them.
-  std::array<std::int32_t, 256> scaled1{}, scaled2{};
-  for (int byte = 0; byte < 256; ++byte) {
-    const auto q = static_cast<std::int32_t>(static_cast<T>(static_cast<std::uint8_t>(byte)));
-    scaled1[static_cast<std::size_t>(byte)] = multiply_by_quantized_multiplier<R>(
-        (p.input1_offset + q) * (1 << reference::add_params::left_shift), scales.input1);
-    scaled2[static_cast<std::size_t>(byte)] = multiply_by_quantized_multiplier<R>(
-        (p.input2_offset + q) * (1 << reference::add_params::left_shift), scales.input2);
-  }
-  // The output step as floor((s * M + beta) / 2^N): single rounding adds 2^(N-1); TFLite's two roundings fold into
-  // one floor whose offset depends on the sign of s (beta_plus for s >= 0, beta_minus below), so try each.
-  const std::int64_t multiplier = out.multiplier;
-  int n = 0;
-  std::int64_t betas[2] = {};
-  int beta_count = 1;
-  if constexpr (R == rounding::tflite_reference) {
-    n = 31 + out.right_shift;
-    betas[0] = std::int64_t{1} << 30;
-    if (out.right_shift > 0) {
-      betas[0] += std::int64_t{1} << (30 + out.right_shift);
-      betas[1] = betas[0] - (std::int64_t{1} << 31);
-      beta_count = 2;
-    }
-  } else {
-    n = out.right_shift;
-    betas[0] = std::int64_t{1} << (n - 1);
-  }
-  const std::int64_t unit = std::int64_t{1} << n;
-
-  for (int candidate = 0; candidate < beta_count; ++candidate) {
-    // s * M + beta = (scaled1 * M + beta) + scaled2 * M = (h1 + h2) 2^N + l1 + l2 with l1, l2 in [0, 2^N), so the
-    // floor is h1 + h2 + [l1 + l2 >= 2^N] = h1 + h2 + [l1 >= g2] with g2 = 2^N - l2.
-    std::array<std::int64_t, 256> l1{}, g2{}, sorted{};
-    std::array<std::int32_t, 256> h1{}, h2{};
-    for (std::size_t v = 0; v < 256; ++v) {
-      const std::int64_t x1 = scaled1[v] * multiplier + betas[candidate];
-      const std::int64_t x2 = scaled2[v] * multiplier;
-      const std::int64_t f1 = x1 >> n, f2 = x2 >> n;  // floor
-      h1[v] = static_cast<std::int32_t>(std::clamp<std::int64_t>(f1, -(1 << 24), 1 << 24));
-      h2[v] = static_cast<std::int32_t>(std::clamp<std::int64_t>(f2, -(1 << 24), 1 << 24));
-      l1[v] = x1 - f1 * unit;
-      g2[v] = unit - (x2 - f2 * unit);
-    }
-    sorted = g2;
-    std::sort(sorted.begin(), sorted.end());
-    // Ranks turn the comparison into one of bytes: r1 = #{g2 <= l1}, r2 = #{g2 < g2[b]}; l1 >= g2[b] <=> r1 > r2.
-    for (std::size_t v = 0; v < 256; ++v) {
-      auto r1 = static_cast<std::int32_t>(std::upper_bound(sorted.begin(), sorted.end(), l1[v]) - sorted.begin());
-      const auto r2 = static_cast<std::int32_t>(std::lower_bound(sorted.begin(), sorted.end(), g2[v]) - sorted.begin());
-      std::int32_t level1 = h1[v];
-      if (r1 == 256) {  // above every g2: the carry is always 1
-        ++level1;
-        r1 = 0;
-      }
-      level1 = std::clamp(level1 + p.output_offset, -max_table_level, max_table_level);
-      const std::int32_t level2 = std::clamp(h2[v], -max_table_level, max_table_level);
-      // (first + second) >> 8 = level1 + level2 + [r1 + 255 - r2 >= 256] = level1 + level2 + [r1 > r2].
-      tables.first[v] = level1 * 256 + r1;
-      tables.second[v] = level2 * 256 + 255 - r2;
-    }
-    // The proof: the formula against the reference's output step for every (a, b) pair.
-    bool exact = true;
-    for (std::size_t a = 0; a < 256 && exact; ++a)
-      for (std::size_t b = 0; b < 256; ++b) {
-        const std::int32_t expected =
-            std::clamp(multiply_by_quantized_multiplier<R>(scaled1[a] + scaled2[b], out) + p.output_offset, p.clamp.min,
-                       p.clamp.max);
-        if (std::clamp((tables.first[a] + tables.second[b]) >> 8, p.clamp.min, p.clamp.max) != expected) {
-          exact = false;
-          break;
-        }
-      }
-    if (exact) {
-      for (std::size_t v = 0; v < 256; ++v) {
-        const auto first = static_cast<std::uint32_t>(tables.first[v]);
-        const auto second = static_cast<std::uint32_t>(tables.second[v]);
-        tables.planes[0][v] = static_cast<std::uint8_t>(first);
-        tables.planes[1][v] = static_cast<std::uint8_t>(first >> 8);
-        tables.planes[2][v] = static_cast<std::uint8_t>(first >> 16);
-        tables.planes[3][v] = static_cast<std::uint8_t>(255 - (second & 255));
-        tables.planes[4][v] = static_cast<std::uint8_t>(second >> 8);
-        tables.planes[5][v] = static_cast<std::uint8_t>(second >> 16);
-      }
-      tables.exact = true;
-      return tables;
-    }
-  }
-  return tables;
-}
-
-#if MOSAIQ_TARGET_AVX512_VBMI
-#define MOSAIQ_ADD_TABLES 1
-/// The table add on 64 elements per step: each byte plane is a 256-entry byte table in 4 zmm, looked up with two
-/// vpermi2b (index bits 0..6) and a blend on bit 7; the levels are added as 16-bit words, the carry is a byte compare
-/// of the ranks, and a saturating pack plus the activation clamp give the output.
-struct add_table_regs {
-  __m512i planes[6][4];
-  __m512i lo, hi;
-
-  add_table_regs(const add_tables& t, clamp_range clamp) noexcept
-      : lo(_mm512_set1_epi8(static_cast<char>(clamp.min))), hi(_mm512_set1_epi8(static_cast<char>(clamp.max))) {
-    for (int p = 0; p < 6; ++p)
-      for (int q = 0; q < 4; ++q)
-        planes[p][q] = _mm512_loadu_si512(t.planes[static_cast<std::size_t>(p)].data() + 64 * q);
-  }
-};
-
-[[gnu::always_inline]] inline __m512i lookup_bytes(const __m512i* table, __m512i index, __mmask64 high) noexcept {
-  return _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(table[0], index, table[1]),
-                                _mm512_permutex2var_epi8(table[2], index, table[3]));
-}
-
-template <quantized_element T>
-[[gnu::always_inline]] inline void add_table_block(const T* a, const T* b, T* out, __mmask64 m,
-                                                   const add_table_regs& k) noexcept {
-  const __m512i ia = _mm512_maskz_loadu_epi8(m, a), ib = _mm512_maskz_loadu_epi8(m, b);
-  const __mmask64 ha = _mm512_movepi8_mask(ia), hb = _mm512_movepi8_mask(ib);
-  const __m512i carry = _mm512_movm_epi8(
-      _mm512_cmpgt_epu8_mask(lookup_bytes(k.planes[0], ia, ha), lookup_bytes(k.planes[3], ib, hb)));  // -1 / 0
-  const __m512i low1 = lookup_bytes(k.planes[1], ia, ha), high1 = lookup_bytes(k.planes[2], ia, ha);
-  const __m512i low2 = lookup_bytes(k.planes[4], ib, hb), high2 = lookup_bytes(k.planes[5], ib, hb);
-  const __m512i first =
-      _mm512_sub_epi16(_mm512_add_epi16(_mm512_unpacklo_epi8(low1, high1), _mm512_unpacklo_epi8(low2, high2)),
-                       _mm512_unpacklo_epi8(carry, carry));
-  const __m512i second =
-      _mm512_sub_epi16(_mm512_add_epi16(_mm512_unpackhi_epi8(low1, high1), _mm512_unpackhi_epi8(low2, high2)),
-                       _mm512_unpackhi_epi8(carry, carry));
-  __m512i r;
-  if constexpr (element_traits<T>::is_signed)
-    r = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(first, second), k.lo), k.hi);
-  else
-    r = _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(first, second), k.lo), k.hi);
-  _mm512_mask_storeu_epi8(out, m, r);
-}
-
-template <quantized_element T>
-inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const add_table_regs& k) noexcept {
-  std::size_t i = 0;
-  for (; i + 64 <= n; i += 64) add_table_block<T>(a + i, b + i, out + i, ~__mmask64{0}, k);
-  if (i < n) add_table_block<T>(a + i, b + i, out + i, (std::uint64_t{1} << (n - i)) - 1, k);
-}
-#elif MOSAIQ_TARGET_AVX512
-#define MOSAIQ_ADD_TABLES 1
-/// The table add on 16 elements per step with two dword gathers.
-struct add_table_regs {
-  const std::int32_t* first;
-  const std::int32_t* second;
-  __m512i lo, hi;
-
-  add_table_regs(const add_tables& t, clamp_range clamp) noexcept
-      : first(t.first.data()),
-        second(t.second.data()),
-        lo(_mm512_set1_epi32(clamp.min)),
-        hi(_mm512_set1_epi32(clamp.max)) {}
-};
-
-template <quantized_element T>
-[[gnu::always_inline]] inline void add_table_block(const T* a, const T* b, T* out, __mmask16 m,
-                                                   const add_table_regs& k) noexcept {
-  const __m512i ia = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, a));
-  const __m512i ib = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, b));
-  const __m512i sum = _mm512_add_epi32(_mm512_i32gather_epi32(ia, k.first, 4), _mm512_i32gather_epi32(ib, k.second, 4));
-  const __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(sum, 8), k.lo), k.hi);
-  _mm512_mask_cvtepi32_storeu_epi8(out, m, r);
-}
-
-template <quantized_element T>
-inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const add_table_regs& k) noexcept {
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) add_table_block<T>(a + i, b + i, out + i, __mmask16{0xffff}, k);
-  if (i < n) add_table_block<T>(a + i, b + i, out + i, static_cast<__mmask16>((1u << (n - i)) - 1), k);
-}
-#elif MOSAIQ_TARGET_AVX2
-#define MOSAIQ_ADD_TABLES 1
-/// The table add on 8 elements per step with two dword gathers; a tail below 8 runs the same formula in scalar code.
-struct add_table_regs {
-  const std::int32_t* first;
-  const std::int32_t* second;
-  clamp_range clamp;
-  __m256i lo, hi;
-
-  add_table_regs(const add_tables& t, clamp_range c) noexcept
-      : first(t.first.data()),
-        second(t.second.data()),
-        clamp(c),
-        lo(_mm256_set1_epi32(c.min)),
-        hi(_mm256_set1_epi32(c.max)) {}
-};
-
-template <quantized_element T>
-inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const add_table_regs& k) noexcept {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i ia = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a + i)));
-    const __m256i ib = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i)));
-    const __m256i sum =
-        _mm256_add_epi32(_mm256_i32gather_epi32(k.first, ia, 4), _mm256_i32gather_epi32(k.second, ib, 4));
-    simd::avx2::store_low_bytes(out + i, _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(sum, 8), k.lo), k.hi));
-  }
-  for (; i < n; ++i)
-    out[i] = static_cast<T>(
-        std::clamp((k.first[static_cast<std::uint8_t>(a[i])] + k.second[static_cast<std::uint8_t>(b[i])]) >> 8,
-                   k.clamp.min, k.clamp.max));
-}
-#elif MOSAIQ_TARGET_NEON64
-#define MOSAIQ_ADD_TABLES 1
-/// The table add on 16 elements per step: each byte plane is looked up with one tbl and three tbx over 64-byte
-/// quarters, the levels are added as 16-bit words, the carry is a byte compare of the ranks, then a saturating
-/// narrow and the activation clamp. armv7 (64-bit tbl only) keeps the arithmetic pipeline.
-struct add_table_regs {
-  const add_tables* tables;
-  int8x16_t lo, hi;  // the clamp, as bytes of T (unsigned T compared on the same bits reinterpreted)
-
-  add_table_regs(const add_tables& t, clamp_range clamp) noexcept
-      : tables(&t),
-        lo(vdupq_n_s8(static_cast<std::int8_t>(clamp.min))),
-        hi(vdupq_n_s8(static_cast<std::int8_t>(clamp.max))) {}
-};
-
-[[gnu::always_inline]] inline uint8x16_t lookup_bytes(const std::array<std::uint8_t, 256>& plane,
-                                                      const uint8x16_t (&index)[4]) noexcept {
-  uint8x16_t r = vqtbl4q_u8(vld1q_u8_x4(plane.data()), index[0]);
-  r = vqtbx4q_u8(r, vld1q_u8_x4(plane.data() + 64), index[1]);
-  r = vqtbx4q_u8(r, vld1q_u8_x4(plane.data() + 128), index[2]);
-  return vqtbx4q_u8(r, vld1q_u8_x4(plane.data() + 192), index[3]);
-}
-
-template <quantized_element T>
-[[gnu::always_inline]] inline void add_table_block(const T* a, const T* b, T* out, const add_table_regs& k) noexcept {
-  const auto& planes = k.tables->planes;
-  const uint8x16_t ia = vld1q_u8(reinterpret_cast<const std::uint8_t*>(a));
-  const uint8x16_t ib = vld1q_u8(reinterpret_cast<const std::uint8_t*>(b));
-  const uint8x16_t ja[4] = {ia, vsubq_u8(ia, vdupq_n_u8(64)), vsubq_u8(ia, vdupq_n_u8(128)),
-                            vsubq_u8(ia, vdupq_n_u8(192))};
-  const uint8x16_t jb[4] = {ib, vsubq_u8(ib, vdupq_n_u8(64)), vsubq_u8(ib, vdupq_n_u8(128)),
-                            vsubq_u8(ib, vdupq_n_u8(192))};
-  const uint8x16_t carry = vcgtq_u8(lookup_bytes(planes[0], ja), lookup_bytes(planes[3], jb));  // 0xff / 0
-  const uint8x16_t low1 = lookup_bytes(planes[1], ja), high1 = lookup_bytes(planes[2], ja);
-  const uint8x16_t low2 = lookup_bytes(planes[4], jb), high2 = lookup_bytes(planes[5], jb);
-  const int16x8_t first =
-      vsubq_s16(vaddq_s16(vreinterpretq_s16_u8(vzip1q_u8(low1, high1)), vreinterpretq_s16_u8(vzip1q_u8(low2, high2))),
-                vreinterpretq_s16_u8(vzip1q_u8(carry, carry)));
-  const int16x8_t second =
-      vsubq_s16(vaddq_s16(vreinterpretq_s16_u8(vzip2q_u8(low1, high1)), vreinterpretq_s16_u8(vzip2q_u8(low2, high2))),
-                vreinterpretq_s16_u8(vzip2q_u8(carry, carry)));
-  if constexpr (element_traits<T>::is_signed) {
-    const int8x16_t r = vcombine_s8(vqmovn_s16(first), vqmovn_s16(second));
-    vst1q_s8(reinterpret_cast<std::int8_t*>(out), vminq_s8(vmaxq_s8(r, k.lo), k.hi));
-  } else {
-    const uint8x16_t r = vcombine_u8(vqmovun_s16(first), vqmovun_s16(second));
-    vst1q_u8(reinterpret_cast<std::uint8_t*>(out),
-             vminq_u8(vmaxq_u8(r, vreinterpretq_u8_s8(k.lo)), vreinterpretq_u8_s8(k.hi)));
-  }
-}
-
-template <quantized_element T>
-inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const add_table_regs& k) noexcept {
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) add_table_block<T>(a + i, b + i, out + i, k);
-  if (i < n) {
-    T ta[16] = {}, tb[16] = {}, to[16];
-    std::memcpy(ta, a + i, (n - i) * sizeof(T));
-    std::memcpy(tb, b + i, (n - i) * sizeof(T));
-    add_table_block<T>(ta, tb, to, k);
-    std::memcpy(out + i, to, (n - i) * sizeof(T));
-  }
-}
-#endif
-
-#if defined(MOSAIQ_ADD_TABLES) && MOSAIQ_TARGET_AVX512
-#define MOSAIQ_ADD_TABLE_TERMS 1
-/// Broadcast add on the tables: out = clamp((table[v] + term) >> 8) for a run of one input (table: its own table)
-/// against the other input's entries, one per element (terms) or one for the run (Held); 16 elements per gather.
-template <bool Held, quantized_element T>
-inline void add_table_terms_span(const T* v, const std::int32_t* table, const std::int32_t* terms, std::int32_t term,
-                                 T* out, std::size_t n, clamp_range clamp) noexcept {
-  const __m512i lo = _mm512_set1_epi32(clamp.min), hi = _mm512_set1_epi32(clamp.max), held = _mm512_set1_epi32(term);
-  for (std::size_t i = 0; i < n; i += 16) {
-    const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
-    const __m512i index = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, v + i));
-    const __m512i t = Held ? held : _mm512_maskz_loadu_epi32(m, terms + i);
-    const __m512i sum = _mm512_add_epi32(_mm512_i32gather_epi32(index, table, 4), t);
-    _mm512_mask_cvtepi32_storeu_epi8(out + i, m, _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(sum, 8), lo), hi));
-  }
-}
-#elif defined(MOSAIQ_ADD_TABLES) && MOSAIQ_TARGET_AVX2
-#define MOSAIQ_ADD_TABLE_TERMS 1
-/// Broadcast add on the tables (see the AVX-512 twin), 8 elements per gather, a scalar tail.
-template <bool Held, quantized_element T>
-inline void add_table_terms_span(const T* v, const std::int32_t* table, const std::int32_t* terms, std::int32_t term,
-                                 T* out, std::size_t n, clamp_range clamp) noexcept {
-  const __m256i lo = _mm256_set1_epi32(clamp.min), hi = _mm256_set1_epi32(clamp.max), held = _mm256_set1_epi32(term);
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256i index = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(v + i)));
-    const __m256i t = Held ? held : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(terms + i));
-    const __m256i sum = _mm256_add_epi32(_mm256_i32gather_epi32(table, index, 4), t);
-    simd::avx2::store_low_bytes(out + i, _mm256_min_epi32(_mm256_max_epi32(_mm256_srai_epi32(sum, 8), lo), hi));
-  }
-  for (; i < n; ++i)
-    out[i] = static_cast<T>(
-        std::clamp((table[static_cast<std::uint8_t>(v[i])] + (Held ? term : terms[i])) >> 8, clamp.min, clamp.max));
-}
-#endif
-
 /// Whether a and b are the same elements laid out the same way.
 template <class A, class B>
 bool same_view(const A& a, const B& b) noexcept {
@@ -650,6 +278,7 @@ concept binary_kernels = requires(const K& k, input side, const T* v, const std:
   { k.term(side, T{}) } -> std::same_as<std::int32_t>;
   k.with_terms(side, v, terms, out, std::size_t{});
   k.with_term(side, v, std::int32_t{}, out, std::size_t{});
+  { k.lines(side) } -> std::same_as<const held_lines*>;
 };
 
 /// The pixel of v that output pixel (n, y, x) reads under broadcasting.
@@ -677,23 +306,47 @@ void run_held_scalar(input side, const tensor_view<const T>& v, std::int32_t ter
         k.with_term(side, v.pixel(n, y, x), term, out.pixel(n, y, x), static_cast<std::size_t>(out.channels()));
 }
 
+/// Row (n, y) of a chunk of channels against their held lines (line_row).
+template <quantized_element T, int Capacity>
+void run_line_row(const tensor_view<const T>& run, const tensor_view<T>& out, int n, int y, int first, int count,
+                  const line_planes<Capacity>& planes, const held_lines& lines) {
+  const line_regs regs = line_regs::of<T>(lines);
+  const T* run_row = broadcast_pixel(run, n, y, 0) + first;
+  T* out_row = out.pixel(n, y, 0) + first;
+  const auto size = static_cast<std::size_t>(count);
+  if (lines.has_split())
+    line_row<true, T>(run_row, run.pixel_stride(), out_row, out.pixel_stride(), out.width(), planes, size, regs);
+  else
+    line_row<false, T>(run_row, run.pixel_stride(), out_row, out.pixel_stride(), out.width(), planes, size, regs);
+}
+
 /// Both inputs have out's channel count but `held` is constant along x (width 1) where `run` is not (a per-channel
-/// vector, a column): the held pixel's terms are computed once per chunk of channels and reused until it changes.
+/// vector, a column): the held pixel's channels are turned into their lines (held_lines.hpp) or, where one has no
+/// exact line, into terms, once per chunk of channels, and reused until the held pixel changes.
 template <quantized_element T, class K>
 void run_held_channels(input run_side, const tensor_view<const T>& run, const tensor_view<const T>& held,
                        const tensor_view<T>& out, const K& k) {
   constexpr int chunk = 256;
   std::int32_t terms[chunk];
+  line_planes<chunk> planes;
   const input held_side = run_side == input::a ? input::b : input::a;
+  const held_lines* lines = k.lines(held_side);
   for (int first = 0; first < out.channels(); first += chunk) {
     const int count = std::min(chunk, out.channels() - first);
     const T* cached = nullptr;
+    bool on_lines = false;
     for (int n = 0; n < out.batch(); ++n)
       for (int y = 0; y < out.height(); ++y) {
         const T* held_pixel = broadcast_pixel(held, n, y, 0) + first;
         if (held_pixel != cached) {
-          for (int c = 0; c < count; ++c) terms[c] = k.term(held_side, held_pixel[c]);
+          on_lines = lines != nullptr && planes.fill(*lines, held_pixel, count);
+          if (!on_lines)
+            for (int c = 0; c < count; ++c) terms[c] = k.term(held_side, held_pixel[c]);
           cached = held_pixel;
+        }
+        if (on_lines) {
+          run_line_row(run, out, n, y, first, count, planes, *lines);
+          continue;
         }
         for (int x = 0; x < out.width(); ++x)
           k.with_terms(run_side, broadcast_pixel(run, n, y, x) + first, terms, out.pixel(n, y, x) + first,
@@ -737,15 +390,26 @@ void run_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
       }
 }
 
+/// The held lines of an op (null where it has none), as binary_kernels hands them to run_broadcast.
+struct line_source {
+  const held_line_sides* sides = nullptr;
+
+  /// The lines for `held` held across runs of the other input, or null.
+  const held_lines* lines(input held) const noexcept {
+    if (sides == nullptr) return nullptr;
+    return held == input::a ? &sides->held_a : &sides->held_b;
+  }
+};
+
 /// add's arithmetic pipeline as binary_kernels; a term is an input's scaled value (add_element's scaled_input).
 template <rounding R, quantized_element T>
-struct add_pipeline_kernels {
+struct add_pipeline_kernels : line_source {
   const reference::add_params& params;
   reference::detail::add_scales scales;
   add_regs<R> regs;
 
-  explicit add_pipeline_kernels(const reference::add_params& p)
-      : params(p), scales(reference::detail::decode_add_scales<R>(p)), regs(p) {}
+  add_pipeline_kernels(const reference::add_params& p, const held_line_sides* held)
+      : line_source{held}, params(p), scales(reference::detail::decode_add_scales<R>(p)), regs(p) {}
 
   void pair(const T* a, const T* b, T* out, std::size_t n) const { add_span<R, T>(a, b, out, n, regs); }
   std::int32_t term(input side, T v) const {
@@ -766,12 +430,13 @@ struct add_pipeline_kernels {
 #if defined(MOSAIQ_ADD_TABLE_TERMS)
 /// add's per-input tables as binary_kernels; a term is an input's table entry.
 template <quantized_element T>
-struct add_table_kernels {
+struct add_table_kernels : line_source {
   const add_tables& tables;
   add_table_regs regs;
   clamp_range clamp;
 
-  add_table_kernels(const add_tables& t, clamp_range c) : tables(t), regs(t, c), clamp(c) {}
+  add_table_kernels(const add_tables& t, clamp_range c, const held_line_sides* held)
+      : line_source{held}, tables(t), regs(t, c), clamp(c) {}
 
   const std::int32_t* table(input side) const { return side == input::a ? tables.first.data() : tables.second.data(); }
   void pair(const T* a, const T* b, T* out, std::size_t n) const { add_table_span<T>(a, b, out, n, regs); }
@@ -791,8 +456,8 @@ template <rounding R, quantized_element T>
 struct add_mixed_kernels : add_pipeline_kernels<R, T> {
   add_table_regs table_regs;
 
-  add_mixed_kernels(const reference::add_params& p, const add_tables& t)
-      : add_pipeline_kernels<R, T>(p), table_regs(t, p.clamp) {}
+  add_mixed_kernels(const reference::add_params& p, const add_tables& t, const held_line_sides* held)
+      : add_pipeline_kernels<R, T>(p, held), table_regs(t, p.clamp) {}
   void pair(const T* a, const T* b, T* out, std::size_t n) const { add_table_span<T>(a, b, out, n, table_regs); }
 };
 #endif
@@ -800,15 +465,16 @@ struct add_mixed_kernels : add_pipeline_kernels<R, T> {
 /// mul's pipeline as binary_kernels; a term is an input's offset value. The output step is the folded one where it
 /// applies (AVX2), else the general lane multiply.
 template <rounding R, quantized_element T>
-struct mul_kernels {
+struct mul_kernels : line_source {
   const reference::mul_params& params;
   mul_regs<R> regs;
 #if defined(MOSAIQ_MUL_FOLDED)
   mul_folded_regs folded;
 #endif
 
-  explicit mul_kernels(const reference::mul_params& p)
-      : params(p),
+  mul_kernels(const reference::mul_params& p, const held_line_sides* held)
+      : line_source{held},
+        params(p),
         regs(p)
 #if defined(MOSAIQ_MUL_FOLDED)
         ,
@@ -863,11 +529,17 @@ class add {
     auto tables = std::make_shared<detail::eltwise::add_tables>(detail::eltwise::make_add_tables<R, T>(params_));
     if (tables->exact) tables_ = std::move(tables);
 #endif
+#if MOSAIQ_TARGET_SIMD
+    if (params_.valid)
+      lines_ = std::make_shared<detail::eltwise::held_line_sides>(detail::eltwise::make_add_lines<R, T>(params_));
+#endif
   }
 
   bool valid() const noexcept { return params_.valid; }
   /// Whether operator() runs the per-input tables (checked exact at construction) rather than the arithmetic pipeline.
   bool uses_tables() const noexcept { return tables_ != nullptr; }
+  /// The lines held inputs run on (held_lines.hpp; null in scalar builds).
+  const detail::eltwise::held_line_sides* held_lines() const noexcept { return lines_.get(); }
   const reference::add_params& params() const noexcept { return params_; }
 
   void operator()(tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) const {
@@ -877,12 +549,14 @@ class add {
 #if MOSAIQ_TARGET_SIMD
 #if defined(MOSAIQ_ADD_TABLE_TERMS)
     if (tables_)
-      return detail::eltwise::run_broadcast(a, b, out, detail::eltwise::add_table_kernels<T>(*tables_, params_.clamp));
+      return detail::eltwise::run_broadcast(
+          a, b, out, detail::eltwise::add_table_kernels<T>(*tables_, params_.clamp, lines_.get()));
 #elif defined(MOSAIQ_ADD_TABLES)
     if (tables_)
-      return detail::eltwise::run_broadcast(a, b, out, detail::eltwise::add_mixed_kernels<R, T>(params_, *tables_));
+      return detail::eltwise::run_broadcast(a, b, out,
+                                            detail::eltwise::add_mixed_kernels<R, T>(params_, *tables_, lines_.get()));
 #endif
-    detail::eltwise::run_broadcast(a, b, out, detail::eltwise::add_pipeline_kernels<R, T>(params_));
+    detail::eltwise::run_broadcast(a, b, out, detail::eltwise::add_pipeline_kernels<R, T>(params_, lines_.get()));
 #else
     reference::add<R, T>(a, b, out, params_);
 #endif
@@ -890,7 +564,8 @@ class add {
 
  private:
   reference::add_params params_{};
-  std::shared_ptr<const detail::eltwise::add_tables> tables_;  ///< null: run the arithmetic pipeline
+  std::shared_ptr<const detail::eltwise::add_tables> tables_;      ///< null: run the arithmetic pipeline
+  std::shared_ptr<const detail::eltwise::held_line_sides> lines_;  ///< null: held inputs run as terms
 };
 
 /// Quantized multiply with TFLite's MUL requantization (uint8/int8: output zero point + MultiplyByQuantizedMultiplier(
@@ -907,11 +582,18 @@ class mul {
   /// Reports errc::invalid_argument (through make_mul_params) and builds an object that refuses to run when the
   /// quantizations are unusable.
   mul(quant_params a, quant_params b, quant_params out, activation act = activation::none)
-      : params_(reference::make_mul_params<T, R>(a, b, out, act)) {}
-  explicit mul(const reference::mul_params& params) : params_(params) {}
+      : mul(reference::make_mul_params<T, R>(a, b, out, act)) {}
+  explicit mul(const reference::mul_params& params) : params_(params) {
+#if MOSAIQ_TARGET_SIMD
+    if (valid())
+      lines_ = std::make_shared<detail::eltwise::held_line_sides>(detail::eltwise::make_mul_lines<R, T>(params_));
+#endif
+  }
 
   bool valid() const noexcept { return params_.valid && params_.round == R; }
   const reference::mul_params& params() const noexcept { return params_; }
+  /// The lines held inputs run on (held_lines.hpp; null in scalar builds).
+  const detail::eltwise::held_line_sides* held_lines() const noexcept { return lines_.get(); }
 
   void operator()(tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) const {
     if (!reference::detail::check_binary_views(a, b, out, reference::detail::mul_view_names)) return;
@@ -919,7 +601,7 @@ class mul {
                  "mul: params were not built by a successful make_mul_params for this rounding mode"))
       return;
 #if MOSAIQ_TARGET_SIMD
-    detail::eltwise::run_broadcast(a, b, out, detail::eltwise::mul_kernels<R, T>(params_));
+    detail::eltwise::run_broadcast(a, b, out, detail::eltwise::mul_kernels<R, T>(params_, lines_.get()));
 #else
     reference::mul<R, T>(a, b, out, params_);
 #endif
@@ -927,6 +609,7 @@ class mul {
 
  private:
   reference::mul_params params_{};
+  std::shared_ptr<const detail::eltwise::held_line_sides> lines_;  ///< null: held inputs run as terms
 };
 
 namespace detail::eltwise {

@@ -520,9 +520,11 @@ struct tflite_candidate {
 
 /// Scratch bytes nms() needs for up to `boxes` boxes, under either nms_rule.
 constexpr std::size_t nms_scratch_bytes(std::size_t boxes) noexcept {
+  // Caffe: the candidates; TFLite: the candidates and the IoUs of one candidate with the selected boxes.
   return detail::scratch_alignment +
-         std::max(detail::scratch_array_bytes<detail::scored_index>(boxes),
-                  detail::scratch_array_bytes<detail::tflite_candidate>(boxes)) +
+         std::max(
+             detail::scratch_array_bytes<detail::scored_index>(boxes),
+             detail::scratch_array_bytes<detail::tflite_candidate>(boxes) + detail::scratch_array_bytes<float>(boxes)) +
          detail::kept_boxes::scratch_bytes(boxes);
 }
 
@@ -631,48 +633,82 @@ inline bool tflite_hard_suppressed(const kept_boxes& kept, const corner_box& c, 
   return false;
 }
 
-/// The V5 check of one candidate against the boxes selected since it was last checked, newest first. Returns false
-/// on hard suppression; otherwise the candidate's score is decayed and its checked count brought up to date.
+/// The V5 check of one candidate against the boxes selected since it was last checked. Returns false when the
+/// candidate is dropped; otherwise its score is decayed and its checked count brought up to date. TF walks the boxes
+/// newest first, drops the candidate at the first IoU >= threshold and stops decaying once the score is <= the score
+/// threshold. A candidate that stops there is dropped too (its score fell to the threshold), so a hard suppression by
+/// any of the boxes drops it whatever the order: the IoUs are computed first in branch-free blocks (into ious, indexed
+/// like the selected boxes) and only a candidate no box suppresses runs the decays, in TF's order, skipping IoU 0
+/// (exp(0) is 1, so the product keeps its bits).
 inline bool tflite_soft_check(const kept_boxes& kept, tflite_candidate& next, const corner_box& box, float area,
-                              const tflite_nms_options& options, float scale) noexcept {
-  for (std::size_t j = kept.count; j-- > next.checked;) {
-    const corner_box s{kept.xmin[j], kept.ymin[j], kept.xmax[j], kept.ymax[j]};
-    const float iou = tflite_nms_iou(box, area, s, kept.area[j]);
-    if (iou >= options.iou_threshold) return false;
-    next.score = next.score * std::exp(scale * iou * iou);
+                              const tflite_nms_options& options, float scale, float* ious) noexcept {
+  const std::size_t begin = next.checked, end = kept.count;
+  for (std::size_t start = begin; start < end; start += iou_block) {
+    const std::size_t stop = std::min(end, start + iou_block);
+    int any = 0;
+    for (std::size_t i = start; i < stop; ++i) {
+      const corner_box s{kept.xmin[i], kept.ymin[i], kept.xmax[i], kept.ymax[i]};
+      ious[i] = tflite_nms_iou(box, area, s, kept.area[i]);
+      any |= static_cast<int>(ious[i] >= options.iou_threshold);
+    }
+    if (any) return false;
+  }
+  for (std::size_t j = end; j-- > begin;) {
+    if (ious[j] == 0.0f) continue;
+    next.score = next.score * std::exp(scale * ious[j] * ious[j]);
     if (next.score <= options.score_threshold) break;
   }
-  next.checked = static_cast<std::uint32_t>(kept.count);
+  next.checked = static_cast<std::uint32_t>(end);
   return true;
 }
 
-/// The TFLite queue loop over candidates[0, count) (a max-heap in tflite_candidate_after order): selects up to
-/// kept.size() boxes. Returns how many.
+/// TF's queue order: a max-heap on the current score, ties to the lower index (a strict total order, so every heap
+/// layout pops the same sequence).
+/// A function object, so the std heap algorithms inline it (a function name would pass as a pointer).
+inline constexpr auto tflite_queue_before = [](const tflite_candidate& a, const tflite_candidate& b) noexcept {
+  return b.score > a.score || (b.score == a.score && b.index < a.index);
+};
+
+/// Puts the heap's top, whose score has just decreased, back in order: one sift down instead of a pop and a push.
+inline void tflite_requeue_top(tflite_candidate* heap, std::size_t count) noexcept {
+  const tflite_candidate moving = heap[0];
+  std::size_t i = 0;
+  for (std::size_t child = 1; child < count; child = 2 * i + 1) {
+    if (child + 1 < count && tflite_queue_before(heap[child], heap[child + 1])) ++child;
+    if (!tflite_queue_before(moving, heap[child])) break;
+    heap[i] = heap[child];
+    i = child;
+  }
+  heap[i] = moving;
+}
+
+/// The TFLite queue loop over candidates[0, count) (a max-heap in tflite_queue_before order): selects up to
+/// kept.size() boxes. The best candidate is checked where it stands at the top of the heap (the check does not touch
+/// the heap): selected or dropped, it is popped; decayed above the threshold, it is requeued in place. Returns how
+/// many boxes were selected.
 inline std::size_t tflite_select(std::span<const corner_box> boxes, tflite_candidate* candidates, std::size_t count,
-                                 const tflite_nms_options& options, kept_boxes& selected, std::span<std::uint32_t> kept,
-                                 std::span<float> kept_scores) {
-  const auto after = [](const tflite_candidate& a, const tflite_candidate& b) {
-    return b.score > a.score || (b.score == a.score && b.index < a.index);
-  };
+                                 const tflite_nms_options& options, kept_boxes& selected, float* ious,
+                                 std::span<std::uint32_t> kept, std::span<float> kept_scores) {
   const bool soft = options.soft_nms_sigma > 0.0f;
   const float scale = soft ? -0.5f / options.soft_nms_sigma : 0.0f;
-  std::make_heap(candidates, candidates + count, after);
+  std::make_heap(candidates, candidates + count, tflite_queue_before);
   while (selected.count < kept.size() && count > 0) {
-    std::pop_heap(candidates, candidates + count, after);
-    tflite_candidate next = candidates[--count];
+    tflite_candidate next = candidates[0];
     const float original = next.score;
     const corner_box box = ordered_corners(boxes[next.index]);
     const float area = tflite_area(box);
-    if (soft ? !tflite_soft_check(selected, next, box, area, options, scale)
-             : tflite_hard_suppressed(selected, box, area, options.iou_threshold))
+    const bool kept_on = soft ? tflite_soft_check(selected, next, box, area, options, scale, ious)
+                              : !tflite_hard_suppressed(selected, box, area, options.iou_threshold);
+    if (kept_on && next.score != original && next.score > options.score_threshold) {
+      candidates[0] = next;
+      tflite_requeue_top(candidates, count);
       continue;
-    if (next.score == original) {
+    }
+    std::pop_heap(candidates, candidates + count--, tflite_queue_before);
+    if (kept_on && next.score == original) {
       kept[selected.count] = next.index;
       kept_scores[selected.count] = next.score;
       selected.push(box, area);
-    } else if (next.score > options.score_threshold) {
-      candidates[count++] = next;
-      std::push_heap(candidates, candidates + count, after);
     }
   }
   return selected.count;
@@ -687,14 +723,15 @@ inline std::size_t tflite_nms(std::span<const corner_box> boxes, std::span<const
     return 0;
   scratch_arena arena(scratch);
   auto* candidates = arena.take<tflite_candidate>(boxes.size());
+  const std::size_t capacity = std::min(boxes.size(), kept.size());
+  auto* ious = arena.take<float>(capacity);
   kept_boxes selected;
-  if (!require(selected.take(arena, std::min(boxes.size(), kept.size())), errc::shape_mismatch,
-               "nms: scratch smaller than nms_scratch_bytes"))
+  if (!require(selected.take(arena, capacity), errc::shape_mismatch, "nms: scratch smaller than nms_scratch_bytes"))
     return 0;
   std::size_t count = 0;
   for (std::size_t i = 0; i < boxes.size(); ++i)
     if (scores[i] > options.score_threshold) candidates[count++] = {scores[i], static_cast<std::uint32_t>(i), 0};
-  return tflite_select(boxes, candidates, count, options, selected, kept, kept_scores);
+  return tflite_select(boxes, candidates, count, options, selected, ious, kept, kept_scores);
 }
 
 }  // namespace detail

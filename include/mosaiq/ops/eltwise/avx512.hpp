@@ -1,0 +1,122 @@
+// add's table kernels on AVX-512: byte-plane lookups with vpermi2b (VBMI), else dword gathers; the broadcast
+// (held-term) span with gathers. Included by ops/eltwise.hpp; defines MOSAIQ_ADD_TABLES and MOSAIQ_ADD_TABLE_TERMS.
+#pragma once
+
+#include "mosaiq/simd/target.hpp"
+
+#if MOSAIQ_TARGET_AVX512
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mosaiq/core/activation.hpp"
+#include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/eltwise/add_tables.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
+
+#define MOSAIQ_ADD_TABLES 1
+#define MOSAIQ_ADD_TABLE_TERMS 1
+
+#if MOSAIQ_TARGET_AVX512_VBMI
+/// The table add on 64 elements per step: each byte plane is a 256-entry byte table in 4 zmm, looked up with two
+/// vpermi2b (index bits 0..6) and a blend on bit 7; the levels are added as 16-bit words, the carry is a byte compare
+/// of the ranks, and a saturating pack plus the activation clamp give the output.
+struct add_table_regs {
+  __m512i planes[6][4];
+  __m512i lo, hi;
+
+  add_table_regs(const add_tables& t, clamp_range clamp) noexcept
+      : lo(_mm512_set1_epi8(static_cast<char>(clamp.min))), hi(_mm512_set1_epi8(static_cast<char>(clamp.max))) {
+    for (int p = 0; p < 6; ++p)
+      for (int q = 0; q < 4; ++q)
+        planes[p][q] = _mm512_loadu_si512(t.planes[static_cast<std::size_t>(p)].data() + 64 * q);
+  }
+};
+
+[[gnu::always_inline]] inline __m512i lookup_bytes(const __m512i* table, __m512i index, __mmask64 high) noexcept {
+  return _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(table[0], index, table[1]),
+                                _mm512_permutex2var_epi8(table[2], index, table[3]));
+}
+
+template <quantized_element T>
+[[gnu::always_inline]] inline void add_table_block(const T* a, const T* b, T* out, __mmask64 m,
+                                                   const add_table_regs& k) noexcept {
+  const __m512i ia = _mm512_maskz_loadu_epi8(m, a), ib = _mm512_maskz_loadu_epi8(m, b);
+  const __mmask64 ha = _mm512_movepi8_mask(ia), hb = _mm512_movepi8_mask(ib);
+  const __m512i carry = _mm512_movm_epi8(
+      _mm512_cmpgt_epu8_mask(lookup_bytes(k.planes[0], ia, ha), lookup_bytes(k.planes[3], ib, hb)));  // -1 / 0
+  const __m512i low1 = lookup_bytes(k.planes[1], ia, ha), high1 = lookup_bytes(k.planes[2], ia, ha);
+  const __m512i low2 = lookup_bytes(k.planes[4], ib, hb), high2 = lookup_bytes(k.planes[5], ib, hb);
+  const __m512i first =
+      _mm512_sub_epi16(_mm512_add_epi16(_mm512_unpacklo_epi8(low1, high1), _mm512_unpacklo_epi8(low2, high2)),
+                       _mm512_unpacklo_epi8(carry, carry));
+  const __m512i second =
+      _mm512_sub_epi16(_mm512_add_epi16(_mm512_unpackhi_epi8(low1, high1), _mm512_unpackhi_epi8(low2, high2)),
+                       _mm512_unpackhi_epi8(carry, carry));
+  __m512i r;
+  if constexpr (element_traits<T>::is_signed)
+    r = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(first, second), k.lo), k.hi);
+  else
+    r = _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(first, second), k.lo), k.hi);
+  _mm512_mask_storeu_epi8(out, m, r);
+}
+
+template <quantized_element T>
+inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const add_table_regs& k) noexcept {
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) add_table_block<T>(a + i, b + i, out + i, ~__mmask64{0}, k);
+  if (i < n) add_table_block<T>(a + i, b + i, out + i, (std::uint64_t{1} << (n - i)) - 1, k);
+}
+#else
+/// The table add on 16 elements per step with two dword gathers.
+struct add_table_regs {
+  const std::int32_t* first;
+  const std::int32_t* second;
+  __m512i lo, hi;
+
+  add_table_regs(const add_tables& t, clamp_range clamp) noexcept
+      : first(t.first.data()),
+        second(t.second.data()),
+        lo(_mm512_set1_epi32(clamp.min)),
+        hi(_mm512_set1_epi32(clamp.max)) {}
+};
+
+template <quantized_element T>
+[[gnu::always_inline]] inline void add_table_block(const T* a, const T* b, T* out, __mmask16 m,
+                                                   const add_table_regs& k) noexcept {
+  const __m512i ia = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, a));
+  const __m512i ib = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, b));
+  const __m512i sum = _mm512_add_epi32(_mm512_i32gather_epi32(ia, k.first, 4), _mm512_i32gather_epi32(ib, k.second, 4));
+  const __m512i r = _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(sum, 8), k.lo), k.hi);
+  _mm512_mask_cvtepi32_storeu_epi8(out, m, r);
+}
+
+template <quantized_element T>
+inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const add_table_regs& k) noexcept {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) add_table_block<T>(a + i, b + i, out + i, __mmask16{0xffff}, k);
+  if (i < n) add_table_block<T>(a + i, b + i, out + i, static_cast<__mmask16>((1u << (n - i)) - 1), k);
+}
+#endif
+
+/// Broadcast add on the tables: out = clamp((table[v] + term) >> 8) for a run of one input (table: its own table)
+/// against the other input's entries, one per element (terms) or one for the run (Held); 16 elements per gather.
+template <bool Held, quantized_element T>
+inline void add_table_terms_span(const T* v, const std::int32_t* table, const std::int32_t* terms, std::int32_t term,
+                                 T* out, std::size_t n, clamp_range clamp) noexcept {
+  const __m512i lo = _mm512_set1_epi32(clamp.min), hi = _mm512_set1_epi32(clamp.max), held = _mm512_set1_epi32(term);
+  for (std::size_t i = 0; i < n; i += 16) {
+    const auto m = static_cast<__mmask16>(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+    const __m512i index = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, v + i));
+    const __m512i t = Held ? held : _mm512_maskz_loadu_epi32(m, terms + i);
+    const __m512i sum = _mm512_add_epi32(_mm512_i32gather_epi32(index, table, 4), t);
+    _mm512_mask_cvtepi32_storeu_epi8(out + i, m, _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(sum, 8), lo), hi));
+  }
+}
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
+
+#endif
