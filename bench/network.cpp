@@ -16,6 +16,10 @@
 // its activation buffers) and, on the XNNPACK row, `xnnpack/mosaiq`, the time ratio against the
 // mosaiq row of the same run (also computed by bench/ratios.py from the JSON). With
 // MOSAIQ_BENCH_PROFILE=<runs> set, both are also timed layer by layer and printed side by side.
+//
+// `<case>_banded` rows run the same weights through the network's row-band plan (net/bands.hpp, one
+// thread), checked byte for byte against layer by layer; `--memory_table` prints the peak activation
+// memory of each plan beside XNNPACK's op-by-op buffers and TFLite's arena planner, and exits.
 #include <time.h>
 
 #include <algorithm>
@@ -23,9 +27,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #if MOSAIQ_BENCH_FACE
@@ -251,6 +257,68 @@ void register_portrait_rows(Get get, std::shared_ptr<thread_pools> pools,
 #endif
 }
 
+/// `portrait_256_<t>_banded`: the same weights and frame through portrait::banded_network (one-thread
+/// plan, its arena in the counters); the first run is compared byte for byte with the layer-by-layer
+/// output, and `banded/plain` is the time ratio against the layer-by-layer row of the same run.
+template <quantized_element T>
+struct portrait_banded {
+  using net = portrait::banded_network<T>;
+  std::unique_ptr<typename net::weights> weights = std::make_unique<typename net::weights>();
+  std::optional<typename net::prepared> prepared;
+  aligned_buffer<T> output{net::output_shape.elements()};
+  aligned_buffer<std::byte> arena{net::arena_bytes};
+
+  explicit portrait_banded(portrait_problem<T>& p) {
+    weights->input = p.weights->input;
+    weights->layers = p.weights->layers;
+    prepared.emplace(net::prepare(*weights));
+    run(p);
+    if (!std::equal(output.data(), output.data() + net::output_shape.elements(), p.output.data()))
+      throw std::runtime_error("banded portrait network differs from layer by layer");
+  }
+  void run(portrait_problem<T>& p) {
+    net::run(*prepared, tensor_view<const T>(p.input.data(), net::input_shape),
+             tensor_view<T>(output.data(), net::output_shape), arena.span());
+  }
+};
+static_assert(portrait::banded_network<u8>::banded && portrait::banded_network<u8>::band_saved_bytes > 0);
+
+template <quantized_element T, class Get>
+void register_portrait_banded_row(Get get) {
+  using net = portrait::banded_network<T>;
+  const std::string case_name = portrait_problem<T>::case_name() + "_banded";
+  auto banded = std::make_shared<std::optional<portrait_banded<T>>>();
+  auto error = std::make_shared<std::string>();
+  with_clock(1, register_row("network", "mosaiq", case_name, [=](benchmark::State& state) {
+               portrait_problem<T>& p = get();
+               if (!*banded && error->empty()) {
+                 try {
+                   p.run();  // the layer-by-layer output of this frame, to compare with
+                   banded->emplace(p);
+                 } catch (const std::exception& e) {
+                   *error = e.what();
+                 }
+               }
+               if (!error->empty()) return state.SkipWithError(error->c_str());
+               portrait_banded<T>& b = **banded;
+               time_frames(
+                   state, 1, [&b, &p] { b.run(p); }, net::macs,
+                   [&p](benchmark::State& s, double ms) {
+                     memory_counters<net>(s, ms);
+                     s.counters["band_saved_bytes"] = double(net::band_saved_bytes);
+                     if (p.mosaiq_ms[1] > 0) s.counters["banded/plain"] = ms / p.mosaiq_ms[1];
+                   },
+                   nullptr);
+               std::string chains;
+               for (int c = 0; c < net::band_chain_count; ++c) {
+                 const auto& chain = net::band_chains[std::size_t(c)];
+                 chains += (c == 0 ? "layers " : ", ") + std::to_string(chain.first) + ".." +
+                           std::to_string(chain.last) + " in bands of " + std::to_string(chain.rows);
+               }
+               state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; " + chains + " row(s), 1 thread");
+             }));
+}
+
 template <quantized_element T>
 void register_portrait(const std::vector<int>& thread_counts) {
   using problem = portrait_problem<T>;
@@ -262,7 +330,10 @@ void register_portrait(const std::vector<int>& thread_counts) {
     return **shared;
   };
   auto twin = std::make_shared<twin_state<typename problem::net>>();
-  for (const int threads : thread_counts) register_portrait_rows<T>(get, std::make_shared<thread_pools>(threads), twin);
+  for (const int threads : thread_counts) {
+    register_portrait_rows<T>(get, std::make_shared<thread_pools>(threads), twin);
+    if (threads == 1) register_portrait_banded_row<T>(get);
+  }
 }
 
 #if MOSAIQ_BENCH_FACE
@@ -486,6 +557,87 @@ void register_face(const std::vector<int>& thread_counts) {
 
 #endif
 
+// ---------------------------------------------------------------------------------------------
+// --memory_table: peak activation memory of the same networks by plan (README, "Row bands").
+
+/// One activation tensor as another runtime's planner sees it: bytes and the layers that make and
+/// last read it (inclusive).
+struct planned_tensor {
+  std::size_t bytes = 0;
+  int first = 0, last = 0;
+};
+
+/// TFLite's arena for whole tensors under its planner (tensorflow/lite arena_planner.cc and
+/// simple_memory_arena.cc): tensors in non-increasing size, equal sizes by the layer that makes them;
+/// each goes at the smallest gap that fits between the tensors already placed whose lifetimes overlap
+/// its own (walked by offset), or after the last of them; offsets aligned to 64 bytes (its default
+/// tensor alignment). The arena is the highest end.
+std::size_t tflite_arena_bytes(std::vector<planned_tensor> tensors) {
+  constexpr std::size_t alignment = 64;
+  const auto align = [](std::size_t offset) { return (offset + alignment - 1) / alignment * alignment; };
+  std::stable_sort(tensors.begin(), tensors.end(), [](const planned_tensor& a, const planned_tensor& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first;
+  });
+  struct placed {
+    std::size_t offset;
+    planned_tensor tensor;
+  };
+  std::vector<placed> active;  // by offset
+  std::size_t high = 0;
+  for (const planned_tensor& t : tensors) {
+    if (t.bytes == 0) continue;
+    constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+    std::size_t best = none, best_gap = none, end = 0;
+    for (const placed& a : active) {
+      if (a.tensor.last < t.first || a.tensor.first > t.last) continue;
+      const std::size_t at = align(end);
+      if (at + t.bytes <= a.offset && a.offset - at < best_gap) best = at, best_gap = a.offset - end;
+      end = std::max(end, a.offset + a.tensor.bytes);
+      if (best_gap == 0) break;
+    }
+    if (best == none) best = align(end);
+    high = std::max(high, best + t.bytes);
+    const auto after = std::upper_bound(active.begin(), active.end(), best,
+                                        [](std::size_t offset, const placed& a) { return offset < a.offset; });
+    active.insert(after, placed{best, t});
+  }
+  return high;
+}
+
+/// A network's intermediate tensors (its arena's, not the input or the output) for other planners.
+template <class Net>
+std::vector<planned_tensor> intermediate_tensors() {
+  std::vector<planned_tensor> tensors;
+  for (std::size_t t = 1; t + 1 < Net::tensor_count; ++t) {
+    const auto& node = Net::topology.tensors[t];
+    tensors.push_back({node.dims.elements() * sizeof(typename Net::element_type), node.producer, node.last_use});
+  }
+  return tensors;
+}
+
+/// One row of the table: mosaiq layer by layer and banded (one-thread plans), XNNPACK's op-by-op
+/// buffers (one per tensor, as bench/xnnpack_net.hpp allocates them, input and output included) and
+/// TFLite's arena for the intermediate tensors (TFLite also places the input and output in its arena).
+template <class Banded>
+void print_memory_row(const char* name) {
+  using T = typename Banded::element_type;
+  std::size_t all_tensors = 0;
+  for (const auto& node : Banded::topology.tensors) all_tensors += node.dims.elements() * sizeof(T);
+  const std::size_t io = (Banded::input_shape.elements() + Banded::output_shape.elements()) * sizeof(T);
+  std::printf("| %s | %zu | %zu | %zu | %zu | %zu |\n", name, Banded::layer_by_layer_arena_bytes, Banded::arena_bytes,
+              all_tensors, tflite_arena_bytes(intermediate_tensors<Banded>()), io);
+}
+
+void print_memory_table() {
+  std::printf(
+      "| network | mosaiq layer by layer | mosaiq banded | XNNPACK op by op (every tensor) | TFLite arena "
+      "(intermediates) | input + output |\n|---|---:|---:|---:|---:|---:|\n");
+  print_memory_row<portrait::banded_network<u8>>("portrait 256 (u8, i8)");
+#if MOSAIQ_BENCH_FACE
+  print_memory_row<face_banded_net<u8>>("face 512 (u8, i8)");
+#endif
+}
+
 void register_all(const std::vector<int>& thread_counts) {
   register_portrait<u8>(thread_counts);
   register_portrait<i8>(thread_counts);
@@ -505,6 +657,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_network: --threads takes 1..%d\n", mosaiq_examples::max_threads);
     return 2;
   }
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--memory_table") {
+      mosaiq::bench::print_memory_table();
+      return 0;
+    }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   mosaiq::bench::setup_baselines("mosaiq::network (examples/portrait_segmentation/portrait_net.hpp)");

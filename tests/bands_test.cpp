@@ -7,12 +7,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <set>
 #include <span>
 #include <type_traits>
 #include <vector>
 
+#include "../examples/portrait_segmentation/portrait_net.hpp"
 #include "allocation_counter.hpp"
 #include "mosaiq/net.hpp"
 #include "mosaiq/ops.hpp"
@@ -268,6 +270,193 @@ TEST_CASE("bands: the schedule computes each row once and keeps just the rows st
   CHECK(totals.capacity[1] == 6);
   CHECK(totals.moved[1] == 2 + 2);
   CHECK(totals.max_rows[0] == 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resize window entry points: output rows of a band from just the input rows they read.
+
+/// Input rows output rows `band` read, from the reference's own taps (bilinear) or sources (nearest).
+row_band resize_rows_read(row_band band, int in_height, int out_height, resize_mode mode, bool bilinear) {
+  if (bilinear) {
+    const float scale = reference::detail::float_axis_scale(in_height, out_height, mode);
+    int first = in_height, last = 0;
+    for (int y = band.first; y < band.last; ++y) {
+      const reference::detail::float_tap t = reference::detail::float_axis_tap(y, scale, mode, in_height);
+      first = std::min(first, t.lower), last = std::max(last, t.upper + 1);
+    }
+    return {first, last};
+  }
+  int first = in_height, last = 0;
+  for (int y = band.first; y < band.last; ++y) {
+    const int source = reference::nearest_source_index(y, in_height, out_height, mode);
+    first = std::min(first, source), last = std::max(last, source + 1);
+  }
+  return {first, last};
+}
+
+/// Every band of `band_rows` output rows, run from a copy of just the rows it reads with poisoned rows
+/// around it (a read outside the window changes the bytes), equals those rows of the whole-map run.
+template <class Resize, class T>
+void check_resize_windows(shape image, int band_rows) {
+  std::mt19937 rng(std::uint32_t(image.height * 131 + image.channels * 7 + band_rows));
+  const std::vector<T> pixels = test::random_values<T>(rng, image.elements());
+  const shape out_image = Resize::output_shape(image);
+  std::vector<T> whole(out_image.elements());
+  Resize::run(tensor_view<const T>(pixels.data(), image), tensor_view<T>(whole.data(), out_image));
+  const std::size_t row = std::size_t(image.width) * std::size_t(image.channels);
+  const std::size_t out_row = std::size_t(out_image.width) * std::size_t(out_image.channels);
+  constexpr bool bilinear = std::is_same_v<Resize, mosaiq::resize_bilinear<Resize::config, T>>;
+  for (int first = 0; first < out_image.height; first += band_rows) {
+    const row_band band{first, std::min(out_image.height, first + band_rows)};
+    CAPTURE(band.first);
+    const row_band read = resize_rows_read(band, image.height, out_image.height, Resize::config.mode, bilinear);
+    std::vector<T> window((std::size_t(read.rows()) + 4) * row, T{0x33});
+    std::copy_n(pixels.begin() + std::ptrdiff_t(std::size_t(read.first) * row), std::size_t(read.rows()) * row,
+                window.begin() + std::ptrdiff_t(2 * row));
+    std::vector<T> got(std::size_t(band.rows()) * out_row, T{0x5A});
+    Resize::run_rows_window(
+        tensor_view<const T>(window.data() + 2 * row, shape{read.rows(), image.width, image.channels}), read.first,
+        image.height, tensor_view<T>(got.data(), shape{band.rows(), out_image.width, out_image.channels}), band);
+    CHECK(std::equal(got.begin(), got.end(), whole.begin() + std::ptrdiff_t(std::size_t(band.first) * out_row)));
+  }
+}
+
+template <resize_config C, class T>
+void check_resize_modes_and_shapes() {
+  // Odd and even heights; channel counts of the 2x kernels' dense rows (2, 16), their pixel blocks (20) and the
+  // any-ratio kernel's flat (3) and channel (9) paths; band heights odd and even, one row to more than the map.
+  for (const shape image : {shape{7, 5, 2}, shape{6, 9, 3}, shape{9, 4, 16}, shape{5, 6, 20}, shape{8, 3, 9}}) {
+    CAPTURE(image.height);
+    CAPTURE(image.channels);
+    for (const int band_rows : {1, 2, 3, 5, 64}) {
+      CAPTURE(band_rows);
+      if constexpr (mosaiq::resize_bilinear<C, T>::specialized)
+        check_resize_windows<mosaiq::resize_bilinear<C, T>, T>(image, band_rows);
+      if constexpr (mosaiq::resize_nearest<C, T>::specialized)
+        check_resize_windows<mosaiq::resize_nearest<C, T>, T>(image, band_rows);
+    }
+  }
+}
+
+template <class T>
+void check_resize_configs() {
+  check_resize_modes_and_shapes<resize_config{.scale = 2, .mode = resize_mode::half_pixel}, T>();
+  check_resize_modes_and_shapes<resize_config{.scale = 2, .mode = resize_mode::legacy}, T>();
+  check_resize_modes_and_shapes<resize_config{.scale = 2, .mode = resize_mode::align_corners}, T>();
+  check_resize_modes_and_shapes<resize_config{.scale = 3, .mode = resize_mode::half_pixel}, T>();
+  check_resize_modes_and_shapes<resize_config{.scale = 3, .mode = resize_mode::align_corners}, T>();
+  check_resize_modes_and_shapes<resize_config{.scale = 1, .mode = resize_mode::legacy}, T>();
+}
+
+TEST_CASE("bands: resize windows give the whole-map rows (bilinear, nearest; every mode; top and bottom edges)") {
+  check_resize_configs<u8>();
+  check_resize_configs<i8>();
+}
+
+TEST_CASE("bands: a resize window that misses a row its band reads is reported and nothing is written") {
+  using up = mosaiq::resize_bilinear<resize_config{.scale = 2, .mode = resize_mode::half_pixel}, u8>;
+  using nearest = mosaiq::resize_nearest<resize_config{.scale = 2}, u8>;
+  const shape image{8, 4, 16};
+  std::vector<u8> in(image.elements(), u8{7}), out(3 * 8 * 16, u8{0x5A});
+  const tensor_view<u8> band_out(out.data(), shape{3, 8, 16});
+  test::recording_handler errors;
+  // Output rows 5..7 read input rows 2..4 (half-pixel: row 7 blends rows 3 and 4): a window of rows 2..3 misses 4.
+  up::run_rows_window(tensor_view<const u8>(in.data(), shape{2, 4, 16}), 2, image.height, band_out, row_band{5, 8});
+  CHECK(errors.calls() == 1);
+  CHECK(errors.last() == errc::shape_mismatch);
+  // Nearest reads rows 2..3: a window from row 3 misses row 2.
+  nearest::run_rows_window(tensor_view<const u8>(in.data(), shape{2, 4, 16}), 3, image.height, band_out,
+                           row_band{5, 8});
+  CHECK(errors.calls() == 2);
+  // A band_out that is not the band's rows.
+  up::run_rows_window(tensor_view<const u8>(in.data(), shape{3, 4, 16}), 2, image.height, band_out, row_band{5, 7});
+  CHECK(errors.calls() == 3);
+  CHECK(std::all_of(out.begin(), out.end(), [](u8 v) { return v == 0x5A; }));
+  up::run_rows_window(tensor_view<const u8>(in.data(), shape{3, 4, 16}), 2, image.height, band_out, row_band{5, 8});
+  CHECK(errors.calls() == 3);
+  CHECK(std::all_of(out.begin(), out.end(), [](u8 v) { return v == 7; }));
+}
+
+// A chain through resizes (bilinear half-pixel and legacy, nearest x3) between convolutions (the resizes
+// every build joins: scalar builds run other bilinear configs through the whole-map reference).
+template <class T, banding B>
+using resize_net = network<typename input<T, 13, 11, 3>::template with_banding<B>, conv3x3<16, 2>,  // 0: 7x6x16
+                           L::resize_bilinear<L::resize_config{.scale = 2, .mode = resize_mode::half_pixel}>,  // 1
+                           dw3x3<1>,                                         // 2: 14x12x16
+                           L::resize_nearest<L::resize_config{.scale = 3}>,  // 3: 42x36x16
+                           pw<4>,                                            // 4
+                           L::resize_bilinear<L::resize_config{.scale = 2, .mode = resize_mode::legacy}>,  // 5: 84x72x4
+                           dw3x3<2>,                                                                       // 6: 42x36x4
+                           L::softmax<>>;                                                                  // 7
+
+template <class T, int... Rows>
+void check_resize_chain() {
+  using whole = resize_net<T, banding::off()>;
+  const typename whole::weights w = test::random_weights<whole>(11);
+  std::mt19937 rng(5);
+  const std::vector<T> input = test::random_values<T>(rng, whole::input_shape.elements());
+  const std::vector<T> expected = run_once<whole>(w, input);
+  CHECK(std::set<T>(expected.begin(), expected.end()).size() > 4);
+  const auto check = [&]<int R>(std::integral_constant<int, R>) {
+    using banded = resize_net<T, banding::chain(0, 7, R)>;
+    static_assert(banded::banded && banded::band_saved_bytes > 0);
+    CAPTURE(R);
+    CHECK(run_once<banded>(same_weights<banded, whole>(w), input) == expected);
+  };
+  (check(std::integral_constant<int, Rows>{}), ...);
+}
+
+TEST_CASE("bands: resizes join chains; every band height gives the layer-by-layer bytes") {
+  check_resize_chain<u8, 1, 2, 5, 7>();
+  check_resize_chain<i8, 1, 3>();
+}
+
+TEST_CASE("bands: two chains, maps read after a chain held whole, the schedule and plan for both") {
+  using whole = chain_net<u8, 1, banding::off()>;
+  // Chain 5..10 makes the map of tap "a" (layer 7), read by layer 11 after it: held whole, not a window.
+  using two = chain_net<u8, 1, banding::chain(5, 10, 1).and_chain(14, 20, 2)>;
+  static_assert(two::band_chain_count == 2 && two::band_chains[1].first == 14 && two::band_chains[1].rows == 2);
+  static_assert(two::window_rows[5] == 0 && two::window_rows[6] > 0);  // map of layer 7 whole, of layer 9 a window
+  static_assert(is_valid_plan(two::memory_ranges, two::memory));
+  const whole::weights w = test::random_weights<whole>(23);
+  std::mt19937 rng(6);
+  const std::vector<u8> input = test::random_values<u8>(rng, whole::input_shape.elements());
+  const std::vector<u8> expected = run_once<whole>(w, input);
+  CHECK(run_once<two>(same_weights<two, whole>(w), input) == expected);
+  test::aligned_arena arena(two::arena_bytes);
+  std::vector<u8> got(two::output_shape.elements());
+  two::run_poisoning_dead_memory(two::prepare(same_weights<two, whole>(w)),
+                                 tensor_view<const u8>(input.data(), two::input_shape),
+                                 tensor_view<u8>(got.data(), two::output_shape), arena.bytes);
+  CHECK(got == expected);
+}
+
+// The portrait network of examples/portrait_segmentation: its banded plan saves 30% of the one-thread
+// arena (the ASPP head's depthwise workspace bounds it, see portrait_net.hpp) and keeps the bytes.
+static_assert(portrait::banded_network<u8>::arena_bytes <= 256'320);
+static_assert(portrait::banded_network<i8>::arena_bytes <= 256'320);
+static_assert(portrait::banded_network<u8>::band_saved_bytes >= 100'000);
+
+template <class T>
+void check_portrait() {
+  using whole = portrait::network<T>;
+  using banded = portrait::banded_network<T>;
+  auto w = std::make_unique<typename whole::weights>();
+  REQUIRE(portrait::make_weights<T>(*w));
+  auto bw = std::make_unique<typename banded::weights>();
+  bw->input = w->input;
+  bw->layers = w->layers;
+  const std::vector<std::uint8_t> rgb = portrait::synthetic_portrait();
+  std::vector<T> input(rgb.size());
+  for (std::size_t i = 0; i < rgb.size(); ++i) input[i] = portrait::from_rgb<T>(rgb[i]);
+  const std::vector<T> expected = run_once<whole>(*w, input);
+  CHECK(std::set<T>(expected.begin(), expected.end()).size() > 4);
+  CHECK(run_once<banded>(*bw, input) == expected);
+}
+
+TEST_CASE("bands: the portrait network's banded plan gives the layer-by-layer bytes (uint8, int8)") {
+  check_portrait<u8>();
+  check_portrait<i8>();
 }
 
 }  // namespace

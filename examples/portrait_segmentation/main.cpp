@@ -165,6 +165,12 @@ int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int ru
               static_cast<unsigned long long>(net::params), static_cast<unsigned long long>(net::weight_bytes));
   std::printf("memory    arena %zu bytes, peak live %zu bytes, plan efficiency %.3f (compile-time plan)\n",
               net::arena_bytes, net::peak_live_bytes, net::plan_efficiency);
+  // The same layers in row bands (portrait::banded_network, one thread): a compile-time figure.
+  using banded = portrait::banded_network<T>;
+  static_assert(banded::band_saved_bytes >= 100'000);
+  std::printf("bands     one-thread plans: %zu bytes layer by layer, %zu banded (%zu saved; %d chains)\n",
+              banded::layer_by_layer_arena_bytes, banded::arena_bytes, banded::band_saved_bytes,
+              banded::band_chain_count);
 
   // The layers run on `threads` threads (the pool is created once, before the frames).
   mq::thread_pool pool(threads);

@@ -58,40 +58,61 @@ template <mosaiq::quantized_element T>
 using threaded_input =
     typename mosaiq::input<T, input_size, input_size, 3>::template with_max_threads<mosaiq_examples::max_threads>;
 
-template <mosaiq::quantized_element T>
-using network =
-    mosaiq::network<threaded_input<T>,
+/// The layers on an input type (its element, threads and banding plan). The skip connections' class
+/// scores (the decoder's 1x1 convolutions of the 1/4 and 1/8 maps) are computed where those maps are
+/// made, so that only the two-channel scores, not the 32- and 64-channel maps, wait for the decoder.
+template <class Input>
+using network_on =
+    mosaiq::network<Input,
                     // Encoder: 1/2, 1/4, 1/8, 1/16.
-                    L::conv2d<stem>,                                           // 128x128x16
+                    L::conv2d<stem>,                                           // 0: 128x128x16
                     L::depthwise<dw_s2>, L::pointwise<pw<32>>,                 // 64x64x32
                     L::depthwise<dw>, L::pointwise<pw<32>>,                    //
                     L::tap<"s4">,                                              //
+                    L::pointwise<classes>, L::tap<"s4_scores">,                // 6: 64x64x2 skip scores
+                    L::from<"s4">,                                             //
                     L::depthwise<dw_s2>, L::pointwise<pw<64>>,                 // 32x32x64
                     L::depthwise<dw>, L::pointwise<pw<64>>,                    //
                     L::tap<"s8">,                                              //
+                    L::pointwise<classes>, L::tap<"s8_scores">,                // 14: 32x32x2 skip scores
+                    L::from<"s8">,                                             //
                     L::depthwise<dw_s2>, L::pointwise<pw<128>>,                // 16x16x128
                     L::tap<"b0">,                                              // atrous residual blocks
                     L::depthwise<dw_d2>, L::pointwise<pw<128>>, L::add<"b0">,  //
                     L::tap<"b1">,                                              //
                     L::depthwise<dw_d4>, L::pointwise<pw<128>>, L::add<"b1">,  //
-                    L::tap<"feat">,
+                    L::tap<"feat">,                                            // 27 (the add above: 26)
                     // ASPP-lite: a 1x1 branch, two atrous separable branches, image pooling; concat; projection.
                     L::pointwise<pw<64>>, L::tap<"aspp_1x1">,                                       //
                     L::from<"feat">, L::depthwise<dw_d4>, L::pointwise<pw<64>>, L::tap<"aspp_d4">,  //
                     L::from<"feat">, L::depthwise<dw_d8>, L::pointwise<pw<64>>, L::tap<"aspp_d8">,  //
                     L::from<"feat">, L::global_average_pool<>, L::pointwise<pw<64>>,                //
                     L::resize_nearest<broadcast16>, L::tap<"aspp_pool">,                            //
-                    L::concat<"aspp_1x1", "aspp_d4", "aspp_d8", "aspp_pool">,                       // 16x16x256
+                    L::concat<"aspp_1x1", "aspp_d4", "aspp_d8", "aspp_pool">,                       // 43: 16x16x256
                     L::pointwise<pw<64>>, L::pointwise<classes>,                                    // 16x16x2
                     // Decoder: 2x bilinear steps; at 1/8 and 1/4 the skip features' class scores are added.
-                    L::resize_bilinear<up2>, L::tap<"up8">,               // 32x32x2
-                    L::from<"s8">, L::pointwise<classes>, L::add<"up8">,  //
-                    L::resize_bilinear<up2>, L::tap<"up4">,               // 64x64x2
-                    L::from<"s4">, L::pointwise<classes>, L::add<"up4">,  //
-                    L::resize_bilinear<up2>, L::resize_bilinear<up2>,     // 256x256x2
-                    L::softmax<>>;
+                    L::resize_bilinear<up2>, L::add<"s8_scores">,      // 32x32x2
+                    L::resize_bilinear<up2>, L::add<"s4_scores">,      // 64x64x2
+                    L::resize_bilinear<up2>, L::resize_bilinear<up2>,  // 256x256x2
+                    L::softmax<>>;                                     // 52
+
+template <mosaiq::quantized_element T>
+using network = network_on<threaded_input<T>>;
 
 static_assert(network<mosaiq::u8>::output_shape == mosaiq::shape{input_size, input_size, 2});
+
+/// The banded plan: the stem and the first separable block (layers 0..4, the 128x128 and 64x64 maps)
+/// in bands of two rows of the 1/4 map, and the decoder from the ASPP concat to the softmax (layers
+/// 43..52) in bands of 32 of its 256 output rows. Maps inside the chains live in windows of rows; the
+/// skip scores are held whole. The output is the bytes of network<T> (tests/bands_test.cpp). The arena
+/// is then the ASPP head's peak, which no chain lowers: the dilation-8 depthwise layer's workspace
+/// (147,776 bytes, a ring of 17 expanded input rows) with the maps alive around it.
+inline constexpr mosaiq::banding banded_plan = mosaiq::banding::chain(0, 4, 2).and_chain(43, 52, 32);
+
+/// The network with the banded plan, planned for one thread (the workspace of one band).
+template <mosaiq::quantized_element T>
+using banded_network =
+    network_on<typename mosaiq::input<T, input_size, input_size, 3>::template with_banding<banded_plan>>;
 
 /// The input quantization the demo uses: pixel values 0..255 mapped to [-1, 1).
 template <mosaiq::quantized_element T>

@@ -24,29 +24,37 @@
 #include "mosaiq/net/executor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/ops/pool.hpp"
+#include "mosaiq/ops/resize.hpp"
 #include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 /// Which input rows a layer reads for a range of its output rows.
 struct row_map {
-  enum class kind { whole, pixel, window };
+  enum class kind { whole, pixel, window, upsample };
   kind how = kind::whole;  ///< whole: the layer needs its whole input (it cannot join a chain)
   int height = 0;          ///< input rows
   int extent = 1;          ///< window: (kernel - 1) * dilation + 1
-  int stride = 1;
+  int stride = 1;          ///< window: input rows per output row; upsample: output rows per input row
   int pad_before = 0;
 
   static constexpr row_map pixels(int height) noexcept { return {kind::pixel, height}; }
   static constexpr row_map windowed(int height, int kernel, int stride, int dilation, int pad_before) noexcept {
     return {kind::window, height, (kernel - 1) * dilation + 1, stride, pad_before};
   }
+  /// A resize by the integer factor `scale`: output row o reads rows near o / scale. The taps of every mode
+  /// (legacy, half-pixel, align-corners; bilinear and nearest) lie in [floor(o / scale) - 1, floor(o / scale) + 1],
+  /// a row more than some modes read: the schedule needs a bound, the kernel checks the exact rows.
+  static constexpr row_map upsampled(int height, int scale) noexcept { return {kind::upsample, height, 3, scale, 1}; }
 
   /// Input rows output rows `out` read, clipped to the input (a broadcast input of one row: that row).
   constexpr row_band input_rows(row_band out) const noexcept {
     if (out.rows() <= 0) return {0, 0};
     if (how == kind::whole || height == 1) return {0, height};
     if (how == kind::pixel) return out;
+    if (how == kind::upsample)
+      return {std::clamp(out.first / stride - pad_before, 0, height),
+              std::clamp((out.last - 1) / stride - pad_before + extent, 0, height)};
     return {std::clamp(out.first * stride - pad_before, 0, height),
             std::clamp((out.last - 1) * stride - pad_before + extent, 0, height)};
   }
@@ -81,6 +89,23 @@ struct band_traits<layers::average_pool<C>> {
 };
 template <layers::pool_config C>
 struct band_traits<layers::max_pool<C>> : band_traits<layers::average_pool<C>> {};
+/// Resize layers join where their kernel has a window entry point (no reference fallback: see ops/resize.hpp).
+template <class Kernel>
+struct resize_band_traits {
+  static constexpr row_map map(shape in, shape out) noexcept {
+    if constexpr (requires(tensor_view<const u8> window, tensor_view<u8> band_out) {
+                    Kernel::run_rows_window(window, 0, 0, band_out, row_band{});
+                  })
+      return out.height == Kernel::config.scale * in.height ? row_map::upsampled(in.height, Kernel::config.scale)
+                                                            : row_map{};
+    else
+      return {};
+  }
+};
+template <layers::resize_config C>
+struct band_traits<layers::resize_bilinear<C>> : resize_band_traits<mosaiq::resize_bilinear<C, u8>> {};
+template <layers::resize_config C>
+struct band_traits<layers::resize_nearest<C>> : resize_band_traits<mosaiq::resize_nearest<C, u8>> {};
 
 /// Layers where output pixel (y, x) reads pixel (y, x) of each input (or the one row of a broadcast one).
 struct pixel_band_traits {
@@ -137,7 +162,11 @@ template <std::size_t LayerCount, std::size_t TensorCount>
 struct band_schedule {
   std::array<band_layer, LayerCount> layers{};
   int first = 0, last = -1, band_rows = 0;
-  std::array<bool, TensorCount> windowed{};  ///< made inside the chain and read only there
+  std::array<bool, TensorCount> windowed{};    ///< made inside the chain and read only there
+  std::array<bool, TensorCount> kept_whole{};  ///< made inside the chain (not its last map), read after it too
+
+  /// Whether the chain makes map t before its last layer: its readers in the chain wait for its rows.
+  constexpr bool inner(std::size_t t) const noexcept { return windowed[t] || kept_whole[t]; }
 
   constexpr int final_tensor() const noexcept { return layers[std::size_t(last)].output; }
   constexpr int final_height() const noexcept { return layers[std::size_t(last)].height; }
@@ -162,7 +191,7 @@ struct band_schedule {
       int made = target[std::size_t(l)];
       for (int k = 0; k < layer.input_count; ++k) {
         const auto in = std::size_t(layer.inputs[std::size_t(k)]);
-        if (windowed[in]) made = std::min(made, rows_computable(layer.maps[std::size_t(k)], cursor.made[in]));
+        if (inner(in)) made = std::min(made, rows_computable(layer.maps[std::size_t(k)], cursor.made[in]));
       }
       made = std::max(made, before.made[out]);
       step.rows[std::size_t(l)] = {before.made[out], made};
@@ -214,9 +243,13 @@ struct band_schedule {
       target[std::size_t(l)] = std::min(layer.height, made);
       for (int k = 0; k < layer.input_count; ++k) {
         const auto in = std::size_t(layer.inputs[std::size_t(k)]);
-        if (windowed[in])
+        if (inner(in))
           demand[in] = std::max(demand[in], layer.maps[std::size_t(k)].input_rows({0, target[std::size_t(l)]}).last);
       }
+      // A map read after the chain is made as far as its inputs allow (its readers there need all of it),
+      // without pulling its inputs ahead.
+      if (l != last && kept_whole[std::size_t(layer.output)])
+        target[std::size_t(l)] = pace != nullptr ? std::min(layer.height, (*pace)[std::size_t(l)]) : layer.height;
     }
     return target;
   }
@@ -226,6 +259,11 @@ struct band_schedule {
     if (made >= map.height) return std::numeric_limits<int>::max();
     if (map.how == row_map::kind::pixel)
       return map.height == 1 ? (made >= 1 ? std::numeric_limits<int>::max() : 0) : made;
+    if (map.how == row_map::kind::upsample) {
+      // Output row o reads up to floor(o / scale) - pad_before + extent rows (exclusive).
+      const int reach = made + map.pad_before - map.extent;
+      return reach < 0 ? 0 : (reach + 1) * map.stride;
+    }
     // Output row y reads up to (y * stride - pad_before + extent) rows (exclusive).
     const int reach = made + map.pad_before - map.extent;
     return reach < 0 ? 0 : reach / map.stride + 1;
@@ -299,6 +337,9 @@ void run_band_rows(const typename Exec::state& state, const std::array<row_windo
   if constexpr (requires { state.kernel.run_rows_window(in[0].view, 0, 0, out.view, scratch, rows); }) {
     // Windowed convolutions read the input window through their window entry point.
     state.kernel.run_rows_window(in[0].view, in[0].first, In.height, out.rows(rows), scratch, rows);
+  } else if constexpr (requires { Exec::kernel::run_rows_window(in[0].view, 0, 0, out.view, rows); }) {
+    // Resizes: the same, without workspace.
+    Exec::kernel::run_rows_window(in[0].view, in[0].first, In.height, out.rows(rows), rows);
   } else if constexpr (requires { Exec::params; }) {
     // Pooling: the band as a pooling of its own, its edges padded explicitly.
     const detail::pool_band b = detail::pool_band_for(In, Exec::params, rows);

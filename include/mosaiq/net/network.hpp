@@ -400,19 +400,21 @@ class network {
   // ------------------------------------------------------------------------------------------
   // Memory plan. Buffers 0..tensor_count-1 hold tensors (index = the first tensor stored there;
   // tensors written in place join their input's buffer); buffer tensor_count + i is layer i's
-  // scratch; the last buffer is the band chain's scratch, shared by its layers. Input and output
+  // scratch; the last buffers are the band chains' scratch, each shared by its layers. Input and output
   // tensors have no buffer. A map inside a band chain holds only its window of rows.
 
  private:
+  static constexpr int max_band_chains = banding::max_chains;
+
   struct buffer_layout {
     std::array<int, tensor_count> buffer_of{};
-    /// Tensors, then each layer's scratch, then the band chain's shared scratch.
-    std::array<live_range, tensor_count + layer_count + 1> ranges{};
+    /// Tensors, then each layer's scratch, then each band chain's shared scratch.
+    std::array<live_range, tensor_count + layer_count + max_band_chains> ranges{};
   };
 
  public:
   // ------------------------------------------------------------------------------------------
-  // Banding (net/bands.hpp): which chain of layers runs in row bands, chosen by Input::bands.
+  // Banding (net/bands.hpp): which chains of layers run in row bands, chosen by Input::bands.
 
   using schedule_type = band_schedule<layer_count, tensor_count>;
 
@@ -448,16 +450,13 @@ class network {
     return true;
   }
 
-  /// Layers [first, last] can run in bands: op layers at both ends, every op between joins, and every
-  /// map made before `last` is read only inside the chain.
+  /// Layers [first, last] can run in bands: op layers at both ends and every op between joins. Maps
+  /// the chain makes and layers after it read are held whole; the others live in windows.
   static constexpr bool valid_chain(int first, int last) {
     if (first < 0 || last >= int(layer_count) || first >= last) return false;
     if (!band_layers[std::size_t(first)].op || !band_layers[std::size_t(last)].op) return false;
-    for (int l = first; l <= last; ++l) {
+    for (int l = first; l <= last; ++l)
       if (!joins(l)) return false;
-      const band_layer& b = band_layers[std::size_t(l)];
-      if (b.op && l < last && topology.tensors[std::size_t(b.output)].last_use > last) return false;
-    }
     return true;
   }
 
@@ -468,8 +467,11 @@ class network {
     s.first = first;
     s.last = last;
     s.band_rows = band_rows;
-    for (int l = first; l < last; ++l)
-      if (band_layers[std::size_t(l)].op) s.windowed[std::size_t(band_layers[std::size_t(l)].output)] = true;
+    for (int l = first; l < last; ++l) {
+      if (!band_layers[std::size_t(l)].op) continue;
+      const auto t = std::size_t(band_layers[std::size_t(l)].output);
+      (topology.tensors[t].last_use <= last ? s.windowed : s.kept_whole)[t] = true;
+    }
     return s;
   }
 
@@ -477,6 +479,28 @@ class network {
     bool banded = false;
     schedule_type schedule{};
     typename schedule_type::totals totals{};
+  };
+
+  /// The chains a plan runs in bands (none: layer by layer), in layer order.
+  struct chain_plan {
+    int count = 0;
+    std::array<chain_choice, max_band_chains> chains{};
+
+    /// The chain layer `l` belongs to, -1 for none.
+    constexpr int chain_of(int l) const noexcept {
+      for (int c = 0; c < count; ++c)
+        if (l >= chains[std::size_t(c)].schedule.first && l <= chains[std::size_t(c)].schedule.last) return c;
+      return -1;
+    }
+    /// This plan with one more chain, kept in layer order.
+    constexpr chain_plan with(const chain_choice& chain) const noexcept {
+      chain_plan p = *this;
+      int at = p.count++;
+      for (; at > 0 && p.chains[std::size_t(at - 1)].schedule.first > chain.schedule.first; --at)
+        p.chains[std::size_t(at)] = p.chains[std::size_t(at - 1)];
+      p.chains[std::size_t(at)] = chain;
+      return p;
+    }
   };
 
   static constexpr std::size_t row_bytes(int tensor) {
@@ -529,12 +553,33 @@ class network {
     return bytes;
   }
 
-  /// Buffers and lifetimes for a plan: layer by layer, or with a chain whose inner maps are windows.
-  static constexpr buffer_layout make_layout(const chain_choice& chain) {
+  /// Size and lifetime of tensor t's buffer in a plan: a window of rows inside its chain, whole maps a
+  /// chain makes alive from the chain's first step, and maps a later chain reads alive until its last band.
+  static constexpr live_range tensor_range(const chain_plan& plan, int t) {
+    const tensor_node& tensor = topology.tensors[std::size_t(t)];
+    live_range r{tensor.dims.elements() * sizeof(T), tensor.producer, tensor.last_use};
+    const int maker = plan.chain_of(tensor.producer);
+    if (maker >= 0) {
+      const chain_choice& c = plan.chains[std::size_t(maker)];
+      r.first = c.schedule.first;  // written band by band from the chain's first step
+      if (c.schedule.windowed[std::size_t(t)]) {
+        r.bytes = std::size_t(c.totals.capacity[std::size_t(t)]) * row_bytes(t);
+        r.last = c.schedule.last;
+        return r;
+      }
+    }
+    for (int k = 0; k < plan.count; ++k) {
+      const auto& s = plan.chains[std::size_t(k)].schedule;
+      if (tensor.producer < s.first && tensor.last_use >= s.first) r.last = std::max(r.last, s.last);
+    }
+    return r;
+  }
+
+  /// Buffers and lifetimes for a plan: layer by layer, or with chains whose inner maps are windows.
+  static constexpr buffer_layout make_layout(const chain_plan& plan) {
     buffer_layout b;
     b.buffer_of.fill(-1);
-    const int first = chain.banded ? chain.schedule.first : 0, last = chain.banded ? chain.schedule.last : -1;
-    const auto in_chain = [&](int layer) { return chain.banded && layer >= first && layer <= last; };
+    const auto in_chain = [&](int layer) { return plan.chain_of(layer) >= 0; };
     const auto is_arena_tensor = [](int t) { return t > 0 && t < int(output_tensor); };
     for (int t = 1; t < int(output_tensor); ++t) {
       const tensor_node& tensor = topology.tensors[std::size_t(t)];
@@ -551,30 +596,23 @@ class network {
         }
       }
       live_range& r = b.ranges[std::size_t(b.buffer_of[std::size_t(t)])];
-      if (r.bytes == 0) r.first = tensor.producer;
-      std::size_t bytes = tensor.dims.elements() * sizeof(T);
-      int born = tensor.producer, dies = tensor.last_use;
-      if (chain.banded && chain.schedule.windowed[std::size_t(t)]) {
-        bytes = std::size_t(chain.totals.capacity[std::size_t(t)]) * row_bytes(t);
-        born = first;
-        dies = last;
-      } else if (in_chain(tensor.producer)) {
-        born = first;  // the chain's last map: written band by band from the chain's first step
-      } else if (chain.banded && tensor.producer < first && tensor.last_use >= first) {
-        dies = std::max(dies, last);  // read by the chain: alive until its last band
-      }
-      r.first = std::min(r.first, born);
-      r.bytes = std::max(r.bytes, bytes);
-      r.last = std::max(r.last, dies);
+      const live_range mine = tensor_range(plan, t);
+      if (r.bytes == 0) r.first = mine.first;
+      r.first = std::min(r.first, mine.first);
+      r.bytes = std::max(r.bytes, mine.bytes);
+      r.last = std::max(r.last, mine.last);
     }
     for (std::size_t i = 0; i < layer_count; ++i)
       b.ranges[tensor_count + i] = {in_chain(int(i)) ? 0 : layer_scratch[i], int(i), int(i)};
-    b.ranges[tensor_count + layer_count] = {chain.banded ? chain_scratch_bytes(chain) : 0, first,
-                                            std::max(first, last)};
+    for (int c = 0; c < plan.count; ++c) {
+      const chain_choice& chain = plan.chains[std::size_t(c)];
+      b.ranges[tensor_count + layer_count + std::size_t(c)] = {chain_scratch_bytes(chain), chain.schedule.first,
+                                                               chain.schedule.last};
+    }
     return b;
   }
 
-  static constexpr chain_choice layer_by_layer{};
+  static constexpr chain_plan layer_by_layer{};
 
   /// Bytes a chain writes (its layers' outputs), the base of the overhead figure.
   static constexpr std::uint64_t chain_written_bytes(int first, int last) {
@@ -589,28 +627,43 @@ class network {
   /// model of the automatic choice counts each step as this many bytes of extra work.
   static constexpr std::uint64_t band_step_cost_bytes = 4096;
 
-  /// Overhead of a banded plan against layer by layer, in percent of the bytes the chain writes: rows
-  /// its windows move down plus band_step_cost_bytes per layer step beyond the layer-by-layer ones.
-  static constexpr double overhead_percent(const chain_choice& c) {
-    if (!c.banded) return 0;
+ private:
+  /// Bytes of extra work of a chain: rows its windows move down plus band_step_cost_bytes per layer
+  /// step beyond the layer-by-layer ones.
+  static constexpr std::uint64_t overhead_bytes(const chain_choice& c) {
     std::uint64_t moved = 0;
     for (std::size_t t = 0; t < tensor_count; ++t) moved += c.totals.moved[t] * row_bytes(int(t));
     std::uint64_t layer_ops = 0;
     for (int l = c.schedule.first; l <= c.schedule.last; ++l) layer_ops += band_layers[std::size_t(l)].op ? 1 : 0;
     const std::uint64_t extra_steps = c.totals.layer_steps - std::min(c.totals.layer_steps, layer_ops);
+    return moved + extra_steps * band_step_cost_bytes;
+  }
+  static constexpr double overhead_percent(const chain_choice& c) {
     const double written = double(chain_written_bytes(c.schedule.first, c.schedule.last));
-    return written == 0 ? 0 : 100.0 * double(moved + extra_steps * band_step_cost_bytes) / written;
+    return !c.banded || written == 0 ? 0 : 100.0 * double(overhead_bytes(c)) / written;
+  }
+
+ public:
+  /// Overhead of a banded plan against layer by layer, in percent of the bytes its chains write.
+  static constexpr double overhead_percent(const chain_plan& plan) {
+    std::uint64_t extra = 0, written = 0;
+    for (int c = 0; c < plan.count; ++c) {
+      const chain_choice& chain = plan.chains[std::size_t(c)];
+      extra += overhead_bytes(chain);
+      written += chain_written_bytes(chain.schedule.first, chain.schedule.last);
+    }
+    return written == 0 ? 0 : 100.0 * double(extra) / double(written);
   }
 
  private:
-  static constexpr std::size_t peak_of(const chain_choice& c) { return mosaiq::peak_live_bytes(make_layout(c).ranges); }
+  static constexpr std::size_t peak_of(const chain_plan& p) { return mosaiq::peak_live_bytes(make_layout(p).ranges); }
 
-  /// The smallest band height of chain [first, last] within the overhead bound (none: layer by layer).
+  /// The smallest band height of chain [first, last] within the overhead bound (none: not banded).
   /// Taller bands move fewer rows per row made and take fewer steps, so the figure falls as the
   /// height grows: a bisection over heights below the map's.
   static constexpr chain_choice best_band_rows(int first, int last, int max_percent) {
     int low = 1, high = band_layers[std::size_t(last)].height - 1;
-    chain_choice best = layer_by_layer;
+    chain_choice best{};
     while (low <= high) {
       const int rows = low + (high - low) / 2;
       const chain_choice c = banded_choice(first, last, rows);
@@ -635,34 +688,77 @@ class network {
     return true;
   }
 
-  /// banding::automatic(): over the chains that start a run of joining layers, the one with the
-  /// smallest peak live bytes (ties: the layer-by-layer plan, then the shorter chain).
-  static constexpr chain_choice automatic_choice(int max_percent) {
-    chain_choice best = layer_by_layer;
-    std::size_t best_peak = peak_of(best);
+  /// Whether [first, last] overlaps a chain of the plan.
+  static constexpr bool overlaps(const chain_plan& plan, int first, int last) {
+    for (int c = 0; c < plan.count; ++c) {
+      const auto& s = plan.chains[std::size_t(c)].schedule;
+      if (first <= s.last && s.first <= last) return true;
+    }
+    return false;
+  }
+
+  /// The chain that, added to `plan`, gives the smallest peak live bytes below `plan`'s (none: not
+  /// banded). Candidates start a run of joining layers, or where a chain of the plan ended.
+  static constexpr chain_choice best_added_chain(const chain_plan& plan, int max_percent) {
+    chain_choice best{};
+    std::size_t best_peak = peak_of(plan);
     for (int first = 0; first < int(layer_count); ++first) {
-      if (!band_layers[std::size_t(first)].op || !joins(first)) continue;
-      if (first > 0 && joins(first - 1) && band_layers[std::size_t(first - 1)].op) continue;  // not a run start
-      for (int last = first + 1; last < int(layer_count) && joins(last); ++last) {
+      if (!band_layers[std::size_t(first)].op || !joins(first) || plan.chain_of(first) >= 0) continue;
+      const int previous = first - 1;
+      if (previous >= 0 && joins(previous) && band_layers[std::size_t(previous)].op && plan.chain_of(previous) < 0)
+        continue;  // not the start of a run of joining layers (nor right after a chain)
+      for (int last = first + 1; last < int(layer_count) && joins(last) && !overlaps(plan, first, last); ++last) {
         if (!band_layers[std::size_t(last)].op || !chain_end_candidate(last) || !valid_chain(first, last)) continue;
         const chain_choice c = best_band_rows(first, last, max_percent);
         if (!c.banded) continue;
-        const std::size_t peak = peak_of(c);
+        const std::size_t peak = peak_of(plan.with(c));
         if (peak < best_peak) best = c, best_peak = peak;
       }
     }
     return best;
   }
 
-  static constexpr chain_choice choose_chain() {
+  /// Chains the automatic choice adds: each round evaluates every candidate chain at every band height
+  /// its bisection tries, and a second round exceeds GCC's constexpr operation limit on the portrait
+  /// network; several chains are forced with banding::chain(...).and_chain(...).
+  static constexpr int max_automatic_chains = 1;
+
+  /// banding::automatic(): chains added one at a time (at most max_automatic_chains), each the one that
+  /// lowers the peak live bytes most (ties: the earlier, shorter chain), until none lowers it.
+  static constexpr chain_plan automatic_choice(int max_percent) {
+    chain_plan plan = layer_by_layer;
+    while (plan.count < max_automatic_chains) {
+      const chain_choice c = best_added_chain(plan, max_percent);
+      if (!c.banded) break;
+      plan = plan.with(c);
+    }
+    return plan;
+  }
+
+  /// banding::chain(): every chain valid, disjoint, in layer order, at most max_band_chains.
+  static constexpr bool valid_forced_chains(const banding& spec) {
+    if (spec.chain_count < 1 || spec.chain_count > max_band_chains) return false;
+    for (int c = 0; c < spec.chain_count; ++c) {
+      const banding::chain_spec& s = spec.chains[std::size_t(c)];
+      if (!valid_chain(s.first_layer, s.last_layer) || s.band_rows < 1) return false;
+      if (c > 0 && spec.chains[std::size_t(c - 1)].last_layer >= s.first_layer) return false;
+    }
+    return true;
+  }
+
+  static constexpr chain_plan choose_chains() {
     constexpr banding spec = Input::bands;
     if constexpr (spec.how == banding::choice::chain) {
-      static_assert(valid_chain(spec.first_layer, spec.last_layer),
-                    "mosaiq::banding::chain: the layers cannot run in bands: both ends must be op layers (first < "
-                    "last), every op between must join (no global pool, resize...), and every map made before the "
-                    "last layer must be read only inside the chain");
-      static_assert(spec.band_rows >= 1, "mosaiq::banding::chain: band_rows must be at least 1");
-      return banded_choice(spec.first_layer, spec.last_layer, spec.band_rows);
+      static_assert(valid_forced_chains(spec),
+                    "mosaiq::banding::chain: the layers cannot run in bands: at most banding::max_chains chains, in "
+                    "layer order and disjoint, band_rows at least 1; both ends of a chain op layers (first < last), "
+                    "every op between joining (no global pool, no resize without a window entry point...)");
+      chain_plan plan;
+      for (int c = 0; c < spec.chain_count; ++c) {
+        const banding::chain_spec& s = spec.chains[std::size_t(c)];
+        plan = plan.with(banded_choice(s.first_layer, s.last_layer, s.band_rows));
+      }
+      return plan;
     } else if constexpr (spec.how == banding::choice::automatic) {
       return automatic_choice(spec.max_overhead_percent);
     } else {
@@ -670,20 +766,43 @@ class network {
     }
   }
 
-  static constexpr chain_choice chain = choose_chain();
-  static constexpr buffer_layout layout = make_layout(chain);
+  static constexpr chain_plan chains = choose_chains();
+  static constexpr buffer_layout layout = make_layout(chains);
+
+  /// Rows each map's window holds over every chain.
+  static constexpr std::array<int, tensor_count> all_window_rows() {
+    std::array<int, tensor_count> rows{};
+    for (int c = 0; c < chains.count; ++c)
+      for (std::size_t t = 0; t < tensor_count; ++t)
+        rows[t] = std::max(rows[t], chains.chains[std::size_t(c)].totals.capacity[t]);
+    return rows;
+  }
 
  public:
-  /// Whether a chain runs in bands, which, and in bands of how many output rows of its last layer.
-  static constexpr bool banded = chain.banded;
-  static constexpr int band_first_layer = chain.banded ? chain.schedule.first : -1;
-  static constexpr int band_last_layer = chain.banded ? chain.schedule.last : -1;
-  static constexpr int band_rows = chain.banded ? chain.schedule.band_rows : 0;
-  static constexpr int band_count = chain.banded ? chain.schedule.band_count() : 0;
-  /// Rows each map's window holds (0: the map is whole or not in the chain).
-  static constexpr std::array<int, tensor_count> window_rows = chain.totals.capacity;
+  /// One chain of the plan: layers [first, last] in `count` bands of `rows` output rows of the last.
+  struct band_chain {
+    int first = -1, last = -1, rows = 0, count = 0;
+  };
+  /// The chains that run in bands, in layer order (band_chain_count of them).
+  static constexpr int band_chain_count = chains.count;
+  static constexpr std::array<band_chain, max_band_chains> band_chains = [] {
+    std::array<band_chain, max_band_chains> out{};
+    for (int c = 0; c < chains.count; ++c) {
+      const auto& s = chains.chains[std::size_t(c)].schedule;
+      out[std::size_t(c)] = {s.first, s.last, s.band_rows, s.band_count()};
+    }
+    return out;
+  }();
+  /// Whether a chain runs in bands; the first chain's layers and bands (band_chains has every chain).
+  static constexpr bool banded = chains.count > 0;
+  static constexpr int band_first_layer = band_chains[0].first;
+  static constexpr int band_last_layer = band_chains[0].last;
+  static constexpr int band_rows = band_chains[0].rows;
+  static constexpr int band_count = band_chains[0].count;
+  /// Rows each map's window holds (0: the map is whole or not in a chain).
+  static constexpr std::array<int, tensor_count> window_rows = all_window_rows();
   /// The plan's overhead figure (see overhead_percent).
-  static constexpr double band_overhead_percent = overhead_percent(chain);
+  static constexpr double band_overhead_percent = overhead_percent(chains);
 
   /// Every buffer's size and lifetime, and where the plan puts it.
   static constexpr auto memory_ranges = layout.ranges;
@@ -876,7 +995,8 @@ class network {
       void after(std::size_t layer, std::span<std::byte> a) const noexcept { poison_dead_memory(a, int(layer)); }
       // Inside a band chain every chain buffer lives until the last band's last layer.
       void after_band_step(std::size_t layer, std::span<std::byte> a, bool chain_done) const noexcept {
-        poison_dead_memory(a, chain_done ? int(layer) : band_first_layer);
+        const int chain = chains.chain_of(int(layer));
+        poison_dead_memory(a, chain_done ? int(layer) : chains.chains[std::size_t(chain)].schedule.first);
       }
     };
     run_observed(p, input, output, arena, poisoner{});
@@ -1014,15 +1134,17 @@ class network {
   template <std::size_t I, class Observer, class E>
   static void run_step(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
                        std::span<std::byte> arena, Observer& observer, E& exec, int threads) {
-    if constexpr (banded && int(I) >= band_first_layer && int(I) <= band_last_layer) {
-      if constexpr (int(I) == band_first_layer) run_chain(p, input, output, arena, observer, exec, threads);
+    constexpr int chain = chains.chain_of(int(I));
+    if constexpr (chain >= 0) {
+      if constexpr (int(I) == chains.chains[std::size_t(chain)].schedule.first)
+        run_chain<chain>(p, input, output, arena, observer, exec, threads);
     } else {
       run_layer<I>(p, input, output, arena, observer, exec, threads);
     }
   }
 
-  /// Tensor `Tensor` as the band chain sees it in band `step`: its window, or the whole map.
-  template <std::size_t Tensor, class V>
+  /// Tensor `Tensor` as band chain `Chain` sees it in band `step`: its window, or the whole map.
+  template <int Chain, std::size_t Tensor, class V>
   static row_window<V> chain_window(const tensor_view<const T>& input, const tensor_view<T>& output,
                                     std::span<std::byte> arena, const typename schedule_type::step_type& step) {
     constexpr shape dims = topology.tensors[Tensor].dims;
@@ -1031,7 +1153,7 @@ class network {
       return {input, 0, dims.height};
     } else if constexpr (Tensor == output_tensor) {
       return {output, 0, dims.height};
-    } else if constexpr (chain.schedule.windowed[Tensor]) {
+    } else if constexpr (chains.chains[std::size_t(Chain)].schedule.windowed[Tensor]) {
       const row_band w = step.window[Tensor];
       auto* data = reinterpret_cast<V*>(arena.data() + tensor_offset(Tensor));
       return {tensor_view<V>(data, shape{w.rows(), dims.width, dims.channels}), w.first, dims.height};
@@ -1049,44 +1171,59 @@ class network {
     std::memmove(buffer, buffer + std::size_t(after.first - before.first) * bytes, std::size_t(kept) * bytes);
   }
 
-  template <class Observer, class E>
+  using window_set = std::array<row_range, tensor_count>;
+  static constexpr window_set no_windows{};
+
+  /// Chain `Chain`'s bands, computed at compile time (the schedule's constexpr code): each band's new
+  /// rows per layer and every window after it.
+  template <int Chain>
+  static constexpr auto chain_steps = [] {
+    constexpr const schedule_type& schedule = chains.chains[std::size_t(Chain)].schedule;
+    std::array<typename schedule_type::step_type, std::size_t(schedule.band_count())> steps{};
+    band_cursor<tensor_count> cursor{};
+    for (int band = 0; band < schedule.band_count(); ++band) steps[std::size_t(band)] = schedule.advance(cursor, band);
+    return steps;
+  }();
+
+  template <int Chain, class Observer, class E>
   static void run_chain(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
                         std::span<std::byte> arena, Observer& observer, E& exec, int threads) {
-    std::span<std::byte> scratch =
-        arena.subspan(memory.offsets[tensor_count + layer_count], memory_ranges[tensor_count + layer_count].bytes);
-    band_cursor<tensor_count> cursor{};
-    for (int band = 0; band < band_count; ++band) {
-      const band_cursor<tensor_count> before = cursor;
-      const auto step = chain.schedule.advance(cursor, band);
+    constexpr const schedule_type& schedule = chains.chains[std::size_t(Chain)].schedule;
+    constexpr const auto& steps = chain_steps<Chain>;
+    constexpr std::size_t buffer = tensor_count + layer_count + std::size_t(Chain);
+    std::span<std::byte> scratch = arena.subspan(memory.offsets[buffer], memory_ranges[buffer].bytes);
+    for (std::size_t band = 0; band < steps.size(); ++band) {
+      const window_set& before = band == 0 ? no_windows : steps[band - 1].window;
       [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (run_chain_layer<std::size_t(band_first_layer) + I>(p, input, output, arena, scratch, observer, exec, threads,
-                                                            before, step, band + 1 == band_count),
+        (run_chain_layer<Chain, std::size_t(schedule.first) + I>(
+             p, input, output, arena, scratch, observer, exec, threads, before, steps[band], band + 1 == steps.size()),
          ...);
       }
-      (std::make_index_sequence<std::size_t(band_last_layer - band_first_layer + 1)>{});
+      (std::make_index_sequence<std::size_t(schedule.last - schedule.first + 1)>{});
     }
   }
 
-  /// Layer I's new rows of one band, split over the executor's threads.
-  template <std::size_t I, class Observer, class E>
+  /// Layer I's new rows of one band of chain `Chain`, split over the executor's threads.
+  template <int Chain, std::size_t I, class Observer, class E>
   static void run_chain_layer(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
                               std::span<std::byte> arena, std::span<std::byte> scratch, Observer& observer, E& exec,
-                              int threads, const band_cursor<tensor_count>& before,
-                              const typename schedule_type::step_type& step, bool last_band) {
+                              int threads, const window_set& before, const typename schedule_type::step_type& step,
+                              bool last_band) {
     if constexpr (op_layer<layer<I>>) {
       constexpr layer_node node = topology.layers[I];
       constexpr std::size_t out_tensor = std::size_t(node.output);
       constexpr std::size_t arity = layer<I>::inputs.size();
       const row_band rows = step.rows[I];
+      constexpr const chain_choice& chain = chains.chains[std::size_t(Chain)];
       if constexpr (chain.schedule.windowed[out_tensor])
-        slide_window(arena, out_tensor, before.window[out_tensor], step.window[out_tensor]);
+        slide_window(arena, out_tensor, before[out_tensor], step.window[out_tensor]);
       if (rows.rows() == 0) return;
       const auto inputs = [&]<std::size_t... K>(std::index_sequence<K...>) {
         return std::array<row_window<const T>, arity>{
-            chain_window<std::size_t(node.inputs[K]), const T>(input, output, arena, step)...};
+            chain_window<Chain, std::size_t(node.inputs[K]), const T>(input, output, arena, step)...};
       }
       (std::make_index_sequence<arity>{});
-      const row_window<T> out = chain_window<out_tensor, T>(input, output, arena, step);
+      const row_window<T> out = chain_window<Chain, out_tensor, T>(input, output, arena, step);
       using layer_types = types<I>;
       constexpr shape in_shape = layer_input_shape<I>;
       constexpr std::size_t slice_bytes = band_slice_bytes<I>(chain.totals.max_rows[I]);

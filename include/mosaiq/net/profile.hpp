@@ -97,12 +97,15 @@ profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
                report.total_ms > 0 ? static_cast<double>(Net::macs) / (report.total_ms * 1e6) : 0.0, Net::arena_bytes,
                Net::peak_live_bytes, Net::plan_efficiency, static_cast<unsigned long long>(Net::weight_bytes),
                report.runs);
-  if constexpr (Net::banded)
-    std::fprintf(out,
-                 "bands: layers %d..%d in %d bands of %d rows (overhead figure %.1f%%), arena %zu bytes, layer by "
-                 "layer %zu (%zu saved)\n",
-                 Net::band_first_layer, Net::band_last_layer, Net::band_count, Net::band_rows,
+  if constexpr (Net::banded) {
+    for (int c = 0; c < Net::band_chain_count; ++c) {
+      const auto& chain = Net::band_chains[std::size_t(c)];
+      std::fprintf(out, "bands: layers %d..%d in %d bands of %d rows\n", chain.first, chain.last, chain.count,
+                   chain.rows);
+    }
+    std::fprintf(out, "bands: overhead figure %.1f%%, arena %zu bytes, layer by layer %zu (%zu saved)\n",
                  Net::band_overhead_percent, Net::arena_bytes, Net::layer_by_layer_arena_bytes, Net::band_saved_bytes);
+  }
   return report;
 }
 

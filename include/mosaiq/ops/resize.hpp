@@ -101,6 +101,17 @@ namespace detail::upsample {
 
 using byte = std::uint8_t;
 
+/// Where the views sit in their images: `in` holds input rows [in_first, in_first + in.height()) of an image of
+/// `in_height` rows, `out` output rows [out_first, out_first + out.height()) of an image of `out_height` rows. Whole
+/// maps start at row 0; a band of a banded network reads a window of rows (run_rows_window).
+struct row_frame {
+  int in_first = 0, in_height = 0, out_first = 0, out_height = 0;
+  template <class In, class Out>
+  static row_frame whole(const In& in, const Out& out) noexcept {
+    return {0, in.height(), 0, out.height()};
+  }
+};
+
 /// One output row of a 2x bilinear upsample: the input row it is nearest to, the row it blends with (the same row
 /// for legacy even rows and at clamped edges), and where it goes.
 struct row_pass {
@@ -527,9 +538,9 @@ inline void run_row(const row_pass& r, bool dense) noexcept {
 }
 
 template <resize_mode Mode, quantized_element T>
-void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows) noexcept {
+void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows, row_frame frame) noexcept {
   constexpr byte flip = std::same_as<T, i8> ? 0x80 : 0x00;
-  const int height = in.height();
+  const int height = frame.in_height;
   const bool dense = in.is_dense() && out.is_dense();
   for (int n = 0; n < in.batch(); ++n) {
     for (int oy = rows.first; oy < rows.last; ++oy) {
@@ -539,9 +550,9 @@ void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_
         far_y = oy % 2 == 0 ? std::max(y - 1, 0) : std::min(y + 1, height - 1);
       else
         far_y = oy % 2 == 0 ? y : std::min(y + 1, height - 1);
-      const row_pass r{reinterpret_cast<const byte*>(in.pixel(n, y, 0)),
-                       reinterpret_cast<const byte*>(in.pixel(n, far_y, 0)),
-                       reinterpret_cast<byte*>(out.pixel(n, oy, 0)),
+      const row_pass r{reinterpret_cast<const byte*>(in.pixel(n, y - frame.in_first, 0)),
+                       reinterpret_cast<const byte*>(in.pixel(n, far_y - frame.in_first, 0)),
+                       reinterpret_cast<byte*>(out.pixel(n, oy - frame.out_first, 0)),
                        in.width(),
                        in.channels(),
                        in.pixel_stride(),
@@ -553,14 +564,20 @@ void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_
 
 /// Nearest, integer factor S, legacy or half-pixel: source index o / S on both axes (floor(o/S) and
 /// floor((o + 1/2)/S) coincide for integer S; the tests compare with the reference's float32 formula).
+/// Output rows `rows`: per input row, the first of its output rows in `rows` is made, the others copy it.
 template <int S, quantized_element T>
-void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out) noexcept {
+void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows,
+                     row_frame frame) noexcept {
   const int channels = in.channels();
   const std::size_t pixel_bytes = static_cast<std::size_t>(channels) * sizeof(T);
   const bool dense = in.is_dense() && out.is_dense();
+  if (rows.rows() <= 0) return;
   for (int n = 0; n < in.batch(); ++n) {
-    for (int y = 0; y < in.height(); ++y) {
-      T* first = out.pixel(n, S * y, 0);
+    for (int image_y = rows.first / S; image_y <= (rows.last - 1) / S; ++image_y) {
+      const int y = image_y - frame.in_first;
+      const int made = std::max(S * image_y, rows.first) - frame.out_first;  // the row made; the group's others copy it
+      const int copies = std::min(S * image_y + S, rows.last) - frame.out_first - made - 1;
+      T* first = out.pixel(n, made, 0);
       if (channels == 0) continue;
       int done = 0;
 #if MOSAIQ_TARGET_SIMD
@@ -593,13 +610,13 @@ void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out) 
       }
 #endif
       for (int x = done; x < in.width(); ++x)
-        for (int k = 0; k < S; ++k) std::memcpy(out.pixel(n, S * y, S * x + k), in.pixel(n, y, x), pixel_bytes);
-      for (int k = 1; k < S; ++k) {
+        for (int k = 0; k < S; ++k) std::memcpy(out.pixel(n, made, S * x + k), in.pixel(n, y, x), pixel_bytes);
+      for (int k = 1; k <= copies; ++k) {
         if (dense) {
-          std::memcpy(out.pixel(n, S * y + k, 0), first, pixel_bytes * static_cast<std::size_t>(out.width()));
+          std::memcpy(out.pixel(n, made + k, 0), first, pixel_bytes * static_cast<std::size_t>(out.width()));
         } else {
           for (int x = 0; x < out.width(); ++x)
-            std::memcpy(out.pixel(n, S * y + k, x), out.pixel(n, S * y, x), pixel_bytes);
+            std::memcpy(out.pixel(n, made + k, x), out.pixel(n, made, x), pixel_bytes);
         }
       }
     }
@@ -914,7 +931,8 @@ class kernel {
   }
 
  public:
-  static void run(const tensor_view<const T>& in, const tensor_view<T>& out, resize_mode mode, row_band band) noexcept {
+  static void run(const tensor_view<const T>& in, const tensor_view<T>& out, resize_mode mode, row_band band,
+                  upsample::row_frame frame) noexcept {
     // Stack, not a workspace: about 20 KiB whatever the shape (the rows are processed in chunks of columns), so the
     // op keeps the workspace-free signature of the 2x kernels and of the network executor.
     // The rows have a vector of slack: a window load from the last base may run past the span (its extra lanes are
@@ -925,7 +943,7 @@ class kernel {
     alignas(64) T staged[max_elements + 64];
 
     const int channels = in.channels();
-    const float scale_y = reference::detail::float_axis_scale(in.height(), out.height(), mode);
+    const float scale_y = reference::detail::float_axis_scale(frame.in_height, frame.out_height, mode);
     const float scale_x = reference::detail::float_axis_scale(in.width(), out.width(), mode);
     const bool flat = channels < flat_below;
     const std::ptrdiff_t in_pixel = in.pixel_stride(), out_pixel = out.pixel_stride();
@@ -955,11 +973,12 @@ class kernel {
         if (flat) table.finish(count, block);
         for (int n = 0; n < out.batch(); ++n) {
           for (int y = band.first; y < band.last; ++y) {
-            const reference::detail::float_tap ty = reference::detail::float_axis_tap(y, scale_y, mode, in.height());
+            const reference::detail::float_tap ty =
+                reference::detail::float_axis_tap(y, scale_y, mode, frame.in_height);
             const int source_rows[2] = {ty.lower, ty.upper};
             const float row_weights[2] = {ty.lower_weight, ty.upper_weight};
             for (int r = 0; r < 2; ++r) {
-              const T* source = in.pixel(n, source_rows[r], first) + c0;
+              const T* source = in.pixel(n, source_rows[r] - frame.in_first, first) + c0;
               if (contiguous_in) {
                 F::template convert<T>(source, span * block, row_weights[r], rows[r]);
               } else {
@@ -967,7 +986,7 @@ class kernel {
                   F::template convert<T>(source + x * in_pixel, block, row_weights[r], rows[r] + x * block);
               }
             }
-            T* target = out.pixel(n, y, x_begin) + c0;
+            T* target = out.pixel(n, y - frame.out_first, x_begin) + c0;
             if (flat)
               flat_row(rows[0], rows[1], table, block, out_pixel, staged, target);
             else
@@ -1049,6 +1068,51 @@ bool check_upsample_views(const tensor_view<const T>& in, const tensor_view<T>& 
   return require(in.batch() == out.batch() && out.dims() == expected, errc::shape_mismatch, what);
 }
 
+/// Input rows [first, last) that output rows `band` of an image of `out_height` rows read from one of `in_height`
+/// rows: the bilinear taps (every bilinear path reads the rows of the reference's taps) or the nearest sources.
+inline row_band rows_read(row_band band, int in_height, int out_height, resize_mode mode, bool bilinear) noexcept {
+  if (band.rows() <= 0) return {0, 0};
+  if (bilinear) {
+    const float scale = reference::detail::float_axis_scale(in_height, out_height, mode);
+    return {reference::detail::float_axis_tap(band.first, scale, mode, in_height).lower,
+            reference::detail::float_axis_tap(band.last - 1, scale, mode, in_height).upper + 1};
+  }
+  return {reference::nearest_source_index(band.first, in_height, out_height, mode),
+          reference::nearest_source_index(band.last - 1, in_height, out_height, mode) + 1};
+}
+
+/// Checks of a window entry point: the views as the whole-map checks see them, the band inside the output image,
+/// `band_out` exactly its rows, and the input window holding every row the band reads.
+template <quantized_element T>
+bool check_window(const tensor_view<const T>& in, int in_first_row, shape image, shape out_image,
+                  const tensor_view<T>& band_out, row_band band, resize_mode mode, bool bilinear, const char* what) {
+  if (!check_view(in, what) || !check_view(band_out, what)) return false;
+  if (!require(band.first >= 0 && band.first <= band.last && band.last <= out_image.height, errc::invalid_argument,
+               what))
+    return false;
+  if (!require(in.batch() == band_out.batch() && in.width() == image.width && in.channels() == image.channels &&
+                   band_out.dims() == shape{band.rows(), out_image.width, out_image.channels},
+               errc::shape_mismatch, what))
+    return false;
+  const row_band read = rows_read(band, image.height, out_image.height, mode, bilinear);
+  return require(read.rows() <= 0 || (read.first >= in_first_row && read.last <= in_first_row + in.height()),
+                 errc::shape_mismatch, what);
+}
+
+/// A window entry point of Resize (its output_shape, config and filter): the checks, then
+/// `rows(in, band_out, band, frame)` with the frame of the window and the band.
+template <class Resize, bool Bilinear, quantized_element T, class Rows>
+void run_window(const tensor_view<const T>& in, int in_first_row, int image_height, const tensor_view<T>& band_out,
+                row_band band, Rows&& rows) {
+  const shape image{image_height, in.width(), in.channels()}, out_image = Resize::output_shape(image);
+  if (!check_window(in, in_first_row, image, out_image, band_out, band, Resize::config.mode, Bilinear,
+                    "resize run_rows_window: the band must lie in the output, band_out hold exactly its rows and the "
+                    "input window every row it reads"))
+    return;
+  if (band_out.dims().elements() == 0) return;
+  rows(in, band_out, band, row_frame{in_first_row, image_height, band.first, out_image.height});
+}
+
 }  // namespace detail::upsample
 
 namespace detail::upsample {
@@ -1083,32 +1147,33 @@ struct sizing {
 
 /// Bilinear at the views' sizes: a copy at ratio 1, the exact 2x kernels when both axes are exactly 2x (legacy and
 /// half-pixel), the float32 any-ratio kernel otherwise (the reference on builds without AVX2 or NEON).
+/// Output rows `rows` of the images `frame` places the views in (the reference fallback: whole maps only).
 template <resize_mode Mode, quantized_element T>
-void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows) {
-  if (out.height() == in.height() && out.width() == in.width()) {
+void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows, row_frame frame) {
+  if (frame.out_height == frame.in_height && out.width() == in.width()) {
     // Every mode is the identity: a strided copy.
-    reference::resize_nearest<T>(in.row_slice(rows.first, rows.rows()), out.row_slice(rows.first, rows.rows()),
-                                 resize_mode::legacy);
+    reference::resize_nearest<T>(in.row_slice(rows.first - frame.in_first, rows.rows()),
+                                 out.row_slice(rows.first - frame.out_first, rows.rows()), resize_mode::legacy);
     return;
   }
   if constexpr (Mode != resize_mode::align_corners) {
-    if (out.height() == 2 * in.height() && out.width() == 2 * in.width()) {
+    if (frame.out_height == 2 * frame.in_height && out.width() == 2 * in.width()) {
 #if MOSAIQ_TARGET_SIMD
       // The 2x kernels vectorize 16+ channels and dense rows of 1, 2, 4 or 8; with other channel counts they run the
       // scalar twin on every channel (or tail) and the float kernel is 2-4x faster (same results).
       const int c = in.channels();
       if (c >= 16 || (in.is_dense() && out.is_dense() && (c == 1 || c == 2 || c == 4 || c == 8))) {
-        bilinear_2x<Mode, T>(in, out, rows);
+        bilinear_2x<Mode, T>(in, out, rows, frame);
         return;
       }
 #else
-      bilinear_2x<Mode, T>(in, out, rows);
+      bilinear_2x<Mode, T>(in, out, rows, frame);
       return;
 #endif
     }
   }
 #if MOSAIQ_TARGET_SIMD
-  any_ratio::kernel<T>::run(in, out, Mode, rows);
+  any_ratio::kernel<T>::run(in, out, Mode, rows, frame);
 #else
   reference::resize_bilinear<T>(in, out, Mode);
 #endif
@@ -1205,7 +1270,7 @@ class resize_bilinear : public detail::upsample::requantizing_resize<resize_bili
                        "or out_height x out_width) with the same batch and channels"))
       return;
     if (out.dims().elements() == 0) return;
-    detail::upsample::bilinear<Cfg.mode, T>(in, out, {0, out.height()});
+    detail::upsample::bilinear<Cfg.mode, T>(in, out, {0, out.height()}, detail::upsample::row_frame::whole(in, out));
   }
 
   /// Output rows [band.first, band.last) of every image, nothing else: one task of a parallel run.
@@ -1218,7 +1283,17 @@ class resize_bilinear : public detail::upsample::requantizing_resize<resize_bili
                  "resize_bilinear: row band outside the output"))
       return;
     if (out.dims().elements() == 0) return;
-    detail::upsample::bilinear<Cfg.mode, T>(in, out, band);
+    detail::upsample::bilinear<Cfg.mode, T>(in, out, band, detail::upsample::row_frame::whole(in, out));
+  }
+
+  /// Output rows `band` of an image of `image_height` input rows whose input is given as a window of rows: `in`
+  /// holds input rows [in_first_row, in_first_row + in.height()), which must cover every row the band reads, and
+  /// `band_out` holds exactly the band's rows. The same bytes as those rows of run(); one step of a banded network
+  /// (net/bands.hpp). Misuse is reported (errc::shape_mismatch for a window that misses rows) and writes nothing.
+  static void run_rows_window(tensor_view<const T> in, int in_first_row, int image_height, tensor_view<T> band_out,
+                              row_band band) requires(specialized && !sizing::from_output) {
+    detail::upsample::run_window<resize_bilinear, true>(in, in_first_row, image_height, band_out, band,
+                                                        detail::upsample::bilinear<Cfg.mode, T>);
   }
 };
 
@@ -1247,11 +1322,18 @@ class resize_nearest : public detail::upsample::requantizing_resize<resize_neare
     if (out.dims().elements() == 0) return;
     constexpr int s = Cfg.scale >= 1 ? Cfg.scale : 1;
     if (Cfg.mode != resize_mode::align_corners && out.height() == s * in.height() && out.width() == s * in.width()) {
-      detail::upsample::nearest_integer<s, T>(in, out);
+      detail::upsample::nearest_integer<s, T>(in, out, {0, out.height()}, detail::upsample::row_frame::whole(in, out));
     } else {
       // align_corners rounds o * (in-1)/(out-1), which is not o / scale; other sizes are not integer factors.
       reference::resize_nearest<T>(in, out, Cfg.mode);
     }
+  }
+
+  /// Output rows `band` from a window of input rows; as resize_bilinear::run_rows_window (integer factors).
+  static void run_rows_window(tensor_view<const T> in, int in_first_row, int image_height, tensor_view<T> band_out,
+                              row_band band) requires specialized {
+    detail::upsample::run_window<resize_nearest, false>(in, in_first_row, image_height, band_out, band,
+                                                        detail::upsample::nearest_integer<Cfg.scale, T>);
   }
 };
 
