@@ -7,11 +7,22 @@
 # mosaiq::dispatched_network (mosaiq/dispatch.hpp). Link <name> straight into the executable or
 # library that dispatches: the entries are weak references, which do not pull members out of a
 # static archive. Compile the dispatching code for the architecture's baseline (no -march=native).
-include_guard(GLOBAL)
+# Variables first: they are set in every directory that includes this file (the guard below keeps
+# only the function from being defined twice).
 include(${CMAKE_CURRENT_LIST_DIR}/MosaiqIsa.cmake)
 
 # Every target, lowest first.
 set(MOSAIQ_MULTITARGET_ORDER scalar avx2 avx2_vnni avx512 avx512_vnni native neon_dotprod)
+
+# What a portable program builds by default: the architecture's baseline plus the targets worth a
+# copy (on x86-64 AVX2 and AVX-512 VNNI, which also carries the AMX path chosen at load time).
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
+  set(MOSAIQ_PORTABLE_TARGETS scalar avx2 avx512_vnni)
+else()
+  set(MOSAIQ_PORTABLE_TARGETS scalar native)
+endif()
+
+include_guard(GLOBAL)
 
 function(mosaiq_add_multitarget name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;TARGETS;OPTIONS")

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <span>
 #include <string>
@@ -49,8 +50,8 @@ mt::u8_net::weights u8_weights(std::uint32_t seed) {
   fill_filtered<u8>(w.layer<0>(), rng, quant());
   fill_filtered<u8>(w.layer<2>(), rng, quant());
   w.layer<3>().output = quant();
-  fill_filtered<u8>(w.layer<4>(), rng, quant());
-  fill_filtered<u8>(w.layer<6>(), rng, quant());
+  fill_filtered<u8>(w.layer<5>(), rng, quant());
+  fill_filtered<u8>(w.layer<7>(), rng, quant());
   return w;
 }
 
@@ -108,6 +109,31 @@ std::vector<T> run_entry(const dispatch::network_entry& entry, std::span<const s
   CHECK(test::heap_allocations() == allocations_before);
   REQUIRE(s.ok());
   return output.values;
+}
+
+/// A dispatched network prepared from `blob` in storage of its own (declared first: it outlives the
+/// network, whose destructor destroys the state kept there).
+struct prepared_entry {
+  test::aligned_arena state;
+  dispatched_network net;
+  prepared_entry(const dispatch::network_entry& entry, std::span<const std::byte> blob)
+      : state(entry.state_bytes), net(entry) {
+    REQUIRE(net.prepare(blob, state.bytes).ok());
+  }
+};
+
+/// The lines of what `print(file)` writes to a temporary file.
+template <class Print>
+std::vector<std::string> printed_lines(Print&& print) {
+  std::FILE* file = std::tmpfile();
+  REQUIRE(file != nullptr);
+  print(file);
+  std::rewind(file);
+  std::vector<std::string> lines;
+  char line[512];
+  while (std::fgets(line, sizeof line, file) != nullptr) lines.emplace_back(line);
+  std::fclose(file);
+  return lines;
 }
 
 /// Runs every linked entry this CPU supports and compares it with the scalar one; returns the
@@ -199,6 +225,78 @@ TEST_CASE("multitarget: dispatch picks the best linked target the CPU runs") {
   scalar_only[std::size_t(dispatch::target::scalar)] = entries[std::size_t(dispatch::target::scalar)];
   CHECK(dispatched_network(scalar_only).target() == "scalar");
   CHECK_FALSE(dispatched_network(dispatch::entry_list{}).selected());
+}
+
+TEST_CASE("multitarget: thread pools, extra outputs and the profile cross the boundary") {
+  const mt::u8_net::weights w = u8_weights(6);
+  const std::vector<std::byte> blob = blob_of<mt::u8_net>(w);
+  const strided_tensor<u8> input(mt::u8_net::input_shape, 1, 13);
+  // The network run directly by this (baseline) unit: main and extra output.
+  const mt::u8_net::prepared direct = mt::u8_net::prepare(w);
+  // Every output buffer starts from the same bytes (seed 3): the element before the view must stay.
+  strided_tensor<u8> expected(mt::u8_net::output_shape, 0, 3);
+  test::aligned_arena direct_arena(mt::u8_net::arena_bytes);
+  mt::u8_net::run(direct, input.cview(), expected.view(), direct_arena.bytes);
+  const tensor_view<const u8> expected_sum = mt::u8_net::output_view<"sum">(direct_arena.bytes);
+  const std::vector<u8> expected_sum_values(expected_sum.data(), expected_sum.data() + expected_sum.dims().elements());
+  std::size_t op_layers = 0;
+  for (const layer_node& node : mt::u8_net::topology.layers) op_layers += node.role == layer_role::op;
+
+  thread_pool pool(3);
+  for (const dispatch::network_entry* entry : MOSAIQ_NETWORK_ENTRIES(mt_u8_net)) {
+    if (entry == nullptr || !cpu_supports(entry->isa)) continue;
+    CAPTURE(to_string(entry->isa));
+    prepared_entry p(*entry, blob);
+    test::aligned_arena arena(p.net.arena_bytes());
+    strided_tensor<u8> output(mt::u8_net::output_shape, 0, 3);
+    const long allocations_before = test::heap_allocations();
+    REQUIRE(p.net.run(input.cview(), output.view(), arena.bytes, pool).ok());
+    CHECK(test::heap_allocations() == allocations_before);
+    CHECK(output.values == expected.values);
+
+    const tensor_view<const u8> sum = p.net.extra_output<u8>("sum", arena.bytes);
+    REQUIRE(sum.data() != nullptr);
+    CHECK(sum.dims() == mt::u8_net::tensor_shape<"sum">);
+    CHECK(std::vector<u8>(sum.data(), sum.data() + sum.dims().elements()) == expected_sum_values);
+    CHECK(p.net.extra_output_quant("sum") == direct.tensor_quant(mt::u8_net::tensor_named<"sum">));
+    CHECK(p.net.output_quant() == direct.tensor_quant(mt::u8_net::tensor_count - 1));
+
+    // The profile runs the network (the output is written again) and prints one row per op layer.
+    strided_tensor<u8> profiled(mt::u8_net::output_shape, 0, 3);
+    const std::vector<std::string> lines = printed_lines([&](std::FILE* file) {
+      CHECK(p.net.profile(input.cview(), profiled.view(), arena.bytes, 2, file, pool).ok());
+    });
+    CHECK(profiled.values == expected.values);
+    REQUIRE(lines.size() == op_layers + 2);  // header, rows, total
+    CHECK(lines.back().starts_with("total: "));
+  }
+}
+
+TEST_CASE("multitarget: extra outputs and executors are checked at the boundary") {
+  const dispatch::network_entry& entry = *MOSAIQ_NETWORK_ENTRIES(mt_u8_net)[std::size_t(dispatch::target::scalar)];
+  prepared_entry p(entry, blob_of<mt::u8_net>(u8_weights(7)));
+  test::aligned_arena arena(p.net.arena_bytes());
+  test::recording_handler errors;
+  CHECK(p.net.extra_output<u8>("no such output", arena.bytes).data() == nullptr);
+  CHECK(errors.calls() == 1);
+  CHECK(p.net.extra_output<i8>("sum", arena.bytes).data() == nullptr);
+  CHECK(errors.calls() == 2);
+  CHECK(p.net.extra_output<u8>("sum", arena.bytes.first(16)).data() == nullptr);
+  CHECK(errors.calls() == 3);
+  CHECK(p.net.extra_output_quant("no such output") == quant_params{});
+
+  // An executor_ref without parallel_for is refused before anything runs.
+  const strided_tensor<u8> input(mt::u8_net::input_shape, 0, 1);
+  strided_tensor<u8> output(mt::u8_net::output_shape, 0, 2);
+  const std::vector<u8> untouched = output.values;
+  const dispatch::tensor_ref in{input.cview().data(), 23, 29, 3, 3};
+  const dispatch::tensor_ref out{output.view().data(), 24, 30, 5, 5};
+  test::aligned_arena state(entry.state_bytes);
+  REQUIRE(entry.prepare(blob_of<mt::u8_net>(u8_weights(7)).data(), entry.blob_bytes, state.bytes.data()).code == 0);
+  CHECK(entry.run(state.bytes.data(), in, out, arena.bytes.data(), arena.bytes.size(), {nullptr, 1, nullptr}).code ==
+        int(errc::invalid_argument));
+  entry.destroy(state.bytes.data());
+  CHECK(output.values == untouched);
 }
 
 TEST_CASE("multitarget: misuse at the boundary is a status, nothing is written") {

@@ -1,14 +1,8 @@
-// SSD-MobileNetV1 face detector of @vladmandic/face-api (src/ssdMobilenetv1/ is the spec) as a
-// mosaiq static network, its model file, and its post-processing: box decoding with the shipped
-// anchors, a score threshold applied to the quantized class logits, and NMS.
-//
-// Network (512x512x3, values x / 127.5 - 1): MobileNetV1 (3x3 s2 stem conv, 13 depthwise-
-// separable blocks, depthwise with batch norm folded in, all ReLU6, TF SAME padding), SSD extra
-// layers (1x1 then 3x3 s2 conv, four times), and a box/class predictor pair (1x1 conv with bias)
-// on six feature maps: block 11 (32x32, 3 anchors per cell), block 13 (16x16, 6), and the extras
-// (8x8, 4x4, 2x2, 1x1; 6 each): 5118 anchors. Each predictor is an extra network output
-// (layers::output); the last class predictor is the main output. Heads come right after the map
-// they read, so the memory plan can reuse the map's buffer at once.
+// SSD-MobileNetV1 face detector of @vladmandic/face-api (src/ssdMobilenetv1/ is the spec): the
+// network type (face_network.hpp), its model file, and its post-processing: box decoding with the
+// shipped anchors, a score threshold applied to the quantized class logits, and NMS. Two ways to
+// run it: `detector` runs the network built in the including unit, `dispatched_detector`
+// (face_dispatch.hpp) the best per-target build linked into the program.
 #pragma once
 
 #include <algorithm>
@@ -24,60 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "../common/threads.hpp"
-#include "mosaiq/net.hpp"
+#include "../common/aligned_bytes.hpp"
+#include "face_network.hpp"
 #include "mosaiq/ops/box_decode.hpp"
 #include "mosaiq/ops/nms.hpp"
 #include "mosaiq/ops/priors.hpp"
 
 namespace face {
-
-using namespace mosaiq;
-namespace L = mosaiq::layers;
-
-inline constexpr int input_size = 512;
-
-template <int Channels, int Stride = 1>
-using conv3x3 = L::conv2d<L::conv2d_config{
-    .out_channels = Channels, .kernel = {3, 3}, .stride = {Stride, Stride}, .act = activation::relu6}>;
-template <int Stride>
-using dw3x3 = L::depthwise<L::depthwise_config{.stride = {Stride, Stride}, .act = activation::relu6}>;
-template <int Channels>
-using pw_relu6 = L::pointwise<L::pointwise_config{.out_channels = Channels, .act = activation::relu6}>;
-template <int Channels>
-using predictor = L::pointwise<L::pointwise_config{.out_channels = Channels}>;
-
-/// The input, planned for runs on up to mosaiq_examples::max_threads threads.
-template <quantized_element T>
-using threaded_input =
-    typename input<T, input_size, input_size, 3>::template with_max_threads<mosaiq_examples::max_threads>;
-
-template <quantized_element T>
-using ssd_mobilenet_v1 =
-    network<threaded_input<T>, conv3x3<32, 2>,  // 256x256x32
-            dw3x3<1>, pw_relu6<64>,             // 1
-            dw3x3<2>, pw_relu6<128>,            // 2: 128x128
-            dw3x3<1>, pw_relu6<128>,            // 3
-            dw3x3<2>, pw_relu6<256>,            // 4: 64x64
-            dw3x3<1>, pw_relu6<256>,            // 5
-            dw3x3<2>, pw_relu6<512>,            // 6: 32x32
-            dw3x3<1>, pw_relu6<512>,            // 7
-            dw3x3<1>, pw_relu6<512>,            // 8
-            dw3x3<1>, pw_relu6<512>,            // 9
-            dw3x3<1>, pw_relu6<512>,            // 10
-            dw3x3<1>, pw_relu6<512>,            // 11
-            L::tap<"c11">, predictor<12>, L::output<"box0">, L::from<"c11">, predictor<9>, L::output<"cls0">,
-            L::from<"c11">, dw3x3<2>, pw_relu6<1024>,  // 12: 16x16
-            dw3x3<1>, pw_relu6<1024>,                  // 13
-            L::tap<"c13">, predictor<24>, L::output<"box1">, L::from<"c13">, predictor<18>, L::output<"cls1">,
-            L::from<"c13">, pw_relu6<256>, conv3x3<512, 2>, L::tap<"e1">,  // 8x8x512
-            predictor<24>, L::output<"box2">, L::from<"e1">, predictor<18>, L::output<"cls2">, L::from<"e1">,
-            pw_relu6<128>, conv3x3<256, 2>, L::tap<"e3">,  // 4x4x256
-            predictor<24>, L::output<"box3">, L::from<"e3">, predictor<18>, L::output<"cls3">, L::from<"e3">,
-            pw_relu6<128>, conv3x3<256, 2>, L::tap<"e5">,  // 2x2x256
-            predictor<24>, L::output<"box4">, L::from<"e5">, predictor<18>, L::output<"cls4">, L::from<"e5">,
-            pw_relu6<64>, conv3x3<128, 2>, L::tap<"e7">,                      // 1x1x128
-            predictor<24>, L::output<"box5">, L::from<"e7">, predictor<18>>;  // main output: cls5
 
 inline constexpr std::size_t head_count = 6;
 inline constexpr std::array<int, head_count> feature_sizes{32, 16, 8, 4, 2, 1};
@@ -158,9 +105,16 @@ void save_model(const model<T>& m, const std::string& path) {
   if (!out) throw std::runtime_error("face model: cannot write " + path);
 }
 
+/// A model file's contents: the anchors and the network's weights blob (network::save), which a
+/// network (built here or dispatched) loads.
+struct model_file {
+  std::vector<center_box> anchors;
+  std::vector<std::byte> blob;
+};
+
 /// Reads a model file written by save_model for the same element type.
 template <quantized_element T>
-void load_model(const std::string& path, model<T>& m) {
+model_file read_model_file(const std::string& path) {
   using net = typename model<T>::net;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("face model: cannot open " + path + " (run the converter first)");
@@ -173,12 +127,21 @@ void load_model(const std::string& path, model<T>& m) {
   if (header[1] != (std::is_same_v<T, u8> ? 0u : 1u))
     throw std::runtime_error("face model: " + path + " holds the other element type");
   if (header[2] != anchor_count) throw std::runtime_error("face model: anchor count differs");
-  in.read(reinterpret_cast<char*>(m.anchors.data()), std::streamsize(anchor_count * sizeof(center_box)));
-  std::vector<std::byte> blob(net::blob_bytes);
-  in.read(reinterpret_cast<char*>(blob.data()), std::streamsize(blob.size()));
+  model_file file{std::vector<center_box>(anchor_count), std::vector<std::byte>(net::blob_bytes)};
+  in.read(reinterpret_cast<char*>(file.anchors.data()), std::streamsize(anchor_count * sizeof(center_box)));
+  in.read(reinterpret_cast<char*>(file.blob.data()), std::streamsize(file.blob.size()));
   if (!in || in.peek() != std::char_traits<char>::eof())
     throw std::runtime_error("face model: " + path + " has the wrong size for this network");
-  if (!net::load(blob, m.weights)) throw std::runtime_error("face model: weights blob does not match the network");
+  return file;
+}
+
+/// Reads a model file into the weights of the network built in this unit.
+template <quantized_element T>
+void load_model(const std::string& path, model<T>& m) {
+  model_file file = read_model_file<T>(path);
+  if (!model<T>::net::load(file.blob, m.weights))
+    throw std::runtime_error("face model: weights blob does not match the network");
+  m.anchors = std::move(file.anchors);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -274,6 +237,8 @@ inline center_box anchor_from_corners(float ymin, float xmin, float ymax, float 
   return {ymin + h / 2, xmin + w / 2, h, w};
 }
 
+using mosaiq_examples::aligned_bytes;
+
 // ---------------------------------------------------------------------------------------------
 // The detector: a model, its prepared network and a 64-byte aligned arena, set up once; detect()
 // runs a frame with no heap allocation.
@@ -284,12 +249,7 @@ class detector {
   using net = ssd_mobilenet_v1<T>;
 
   explicit detector(const model<T>& m)
-      : model_(&m), prepared_(net::prepare(m.weights)), arena_storage_(net::arena_bytes + arena_alignment) {
-    void* p = arena_storage_.data();
-    std::size_t space = arena_storage_.size();
-    std::align(arena_alignment, net::arena_bytes, p, space);
-    arena_ = std::span<std::byte>(static_cast<std::byte*>(p), net::arena_bytes);
-  }
+      : model_(&m), prepared_(net::prepare(m.weights)), arena_(net::arena_bytes, arena_alignment) {}
 
   /// Quantization the network input expects (pixels map to x / 127.5 - 1).
   quant_params input_quant() const noexcept { return model_->weights.input; }
@@ -302,7 +262,7 @@ class detector {
   /// The same with the network on the executor's threads (post-processing on the caller).
   template <parallel_executor E>
   std::size_t detect(tensor_view<const T> image, const detect_options& options, std::span<detection> out, E& exec) {
-    net::run(prepared_, image, tensor_view<T>(last_head_.data(), net::output_shape), arena_, exec);
+    net::run(prepared_, image, tensor_view<T>(last_head_.data(), net::output_shape), arena_.bytes, exec);
     return postprocess(options, out);
   }
 
@@ -310,25 +270,24 @@ class detector {
   std::size_t postprocess(const detect_options& options, std::span<detection> out) {
     std::array<head_view<T>, head_count> heads{head<"box0", "cls0">(), head<"box1", "cls1">(), head<"box2", "cls2">(),
                                                head<"box3", "cls3">(), head<"box4", "cls4">(), {}};
-    heads[5] = {net::template output_view<"box5">(arena_).data(), last_head_.data(),
+    heads[5] = {net::template output_view<"box5">(arena_.bytes).data(), last_head_.data(),
                 net::template output_quant<"box5">(prepared_), prepared_.tensor_quant(net::tensor_count - 1)};
     return decode_and_suppress<T>(heads, model_->anchors, options, scratch_, out);
   }
 
   const typename net::prepared& prepared() const noexcept { return prepared_; }
-  std::span<std::byte> arena() noexcept { return arena_; }
+  std::span<std::byte> arena() noexcept { return arena_.bytes; }
 
  private:
   template <fixed_string Box, fixed_string Class>
   head_view<T> head() const noexcept {
-    return {net::template output_view<Box>(arena_).data(), net::template output_view<Class>(arena_).data(),
+    return {net::template output_view<Box>(arena_.bytes).data(), net::template output_view<Class>(arena_.bytes).data(),
             net::template output_quant<Box>(prepared_), net::template output_quant<Class>(prepared_)};
   }
 
   const model<T>* model_;
   typename net::prepared prepared_;
-  std::vector<std::byte> arena_storage_;
-  std::span<std::byte> arena_;
+  aligned_bytes arena_;
   std::array<T, std::size_t(net::output_shape.elements())> last_head_{};
   postprocess_scratch scratch_{};
 };

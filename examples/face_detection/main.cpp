@@ -2,6 +2,9 @@
 // face detector (converted by face_convert) as a mosaiq static network on one photo, prints the
 // faces (score, box in pixels), the per-layer profile and the memory figures, and writes the photo
 // with the boxes drawn (a .jpg path writes a preview at most 960 pixels wide).
+//
+// One portable binary: the network is built once per target (face_network.cpp) and the best one
+// this CPU runs is picked at start (face_dispatch.hpp); the first line says which.
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -9,16 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "face_model.hpp"
+#include "face_dispatch.hpp"
 #include "image.hpp"
-#include "mosaiq/net/profile.hpp"
 
 template <mosaiq::quantized_element T>
 int run(const std::string& model_path, const std::string& photo, const std::string& annotated, int threads) {
   using net = face::ssd_mobilenet_v1<T>;
-  auto model = std::make_unique<face::model<T>>();
-  face::load_model(model_path, *model);
-  auto detector = std::make_unique<face::detector<T>>(*model);
+  auto detector = std::make_unique<face::dispatched_detector<T>>(face::read_model_file<T>(model_path));
+  const mosaiq::dispatched_network& network = detector->network();
+  std::printf("target: %.*s%s (the best of the linked targets this CPU runs)\n", int(network.target().size()),
+              network.target().data(), network.uses_amx() ? " with AMX" : "");
 
   face::rgb_image image = face::load_rgb(photo);
   const std::vector<T> input = face::to_network_elements<T>(face::network_input(image));
@@ -44,13 +47,12 @@ int run(const std::string& model_path, const std::string& photo, const std::stri
   }
   std::printf("\nframe (network + post-processing, %s, %d thread%s): %.2f ms over %d runs\n\nper-layer profile:\n",
               std::is_same_v<T, mosaiq::u8> ? "u8" : "i8", threads, threads == 1 ? "" : "s", frame_ms, frames);
-  std::vector<T> last(net::output_shape.elements());
-  mosaiq::profile<net>(detector->prepared(), view, mosaiq::tensor_view<T>(last.data(), net::output_shape),
-                       detector->arena(), 5, stdout, pool);
+  detector->profile(view, 5, stdout, pool);
   std::printf(
       "arena %zu bytes (peak live %zu, plan efficiency %.3f), weights %zu bytes, post-processing scratch %zu "
       "bytes\n",
-      net::arena_bytes, net::peak_live_bytes, net::plan_efficiency, std::size_t(net::weight_bytes),
+      network.arena_bytes(), network.peak_live_bytes(),
+      double(network.peak_live_bytes()) / double(network.arena_bytes()), std::size_t(network.weight_bytes()),
       sizeof(face::postprocess_scratch));
   if (!annotated.empty()) {
     face::write_image(image, annotated);

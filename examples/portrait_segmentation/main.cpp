@@ -1,7 +1,9 @@
 // Portrait segmentation demo: a HyperCut-style network (portrait_net.hpp) as a mosaiq static network
 // on a 256x256 RGB image. Prints the network's compile-time summary (shapes, MACs, parameters, arena),
 // checks that run() allocates nothing, prints the per-layer profile and writes the person
-// probability as a grayscale PNG.
+// probability as a grayscale PNG. The network runs through the best of its per-target builds this
+// CPU runs (portrait_network.cpp, mosaiq::dispatched_network); the range check reads every layer's
+// output, so it runs the network built in this unit once.
 //
 // SPEED AND COMPOSITION DEMO: the weights are random (fixed seed, He-like scales, calibrated and
 // quantized with mosaiq::tools, see examples/common/demo_weights.hpp), not a trained model, so the
@@ -30,9 +32,14 @@
 #include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
 
+#include <mosaiq/dispatch.hpp>
 #include <mosaiq/mosaiq.hpp>
 
+#include "../common/aligned_bytes.hpp"
 #include "portrait_net.hpp"
+
+MOSAIQ_DECLARE_NETWORK_ENTRIES(portrait_u8_net)
+MOSAIQ_DECLARE_NETWORK_ENTRIES(portrait_i8_net)
 
 namespace mq = mosaiq;
 
@@ -153,8 +160,7 @@ int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int ru
 
   std::size_t ops = 0;
   for (const mq::layer_node& node : net::topology.layers) ops += node.role == mq::layer_role::op;
-  std::printf("mosaiq portrait segmentation (HyperCut-style), %s, ISA %s\n", is_u8 ? "uint8" : "int8",
-              mq::simd::to_string(mq::simd::native_isa).data());
+  std::printf("mosaiq portrait segmentation (HyperCut-style), %s\n", is_u8 ? "uint8" : "int8");
   std::printf(
       "SPEED AND COMPOSITION DEMO: random fixed-seed weights, not a trained model; the mask is not a "
       "segmentation.\n\n");
@@ -176,16 +182,39 @@ int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int ru
   mq::thread_pool pool(threads);
   std::printf("threads   %d (mosaiq::thread_pool; at most %d planned)\n", threads, net::max_threads);
 
-  // One run, counting heap allocations and measuring how the activations fit their quantization.
-  saturation_meter<net> meter{&prepared, out};
+  // The per-target builds take the weights as a blob (network::save); the state storage outlives
+  // `dispatched` (declared first), whose destructor destroys the state there.
+  std::vector<std::byte> blob(net::blob_bytes);
+  net::save(weights, blob);
+  const mq::dispatch::entry_list entries =
+      is_u8 ? MOSAIQ_NETWORK_ENTRIES(portrait_u8_net) : MOSAIQ_NETWORK_ENTRIES(portrait_i8_net);
+  const mq::dispatch::network_entry* entry = mq::select_entry(entries);
+  if (entry == nullptr) return 1;
+  mosaiq_examples::aligned_bytes state(entry->state_bytes, entry->state_alignment);
+  mq::dispatched_network dispatched(*entry);
+  mosaiq_examples::aligned_bytes dispatched_arena(dispatched.arena_bytes(), mq::arena_alignment);
+  if (const mq::status s = dispatched.prepare(blob, state.bytes); !s) {
+    std::fprintf(stderr, "portrait_segmentation: %s\n", s.message);
+    return 1;
+  }
+  std::printf("target    %.*s%s (the best of the linked targets this CPU runs), arena %zu bytes there\n",
+              int(dispatched.target().size()), dispatched.target().data(), dispatched.uses_amx() ? " with AMX" : "",
+              dispatched.arena_bytes());
+
+  // One run, counting heap allocations.
   const std::uint64_t before = allocations.load();
-  net::run_observed(prepared, in, out, arena, meter, pool);
+  const mq::status ran = dispatched.run(in, out, dispatched_arena.bytes, pool);
   const std::uint64_t allocated = allocations.load() - before;
   std::printf("heap      %llu allocations during run()\n", static_cast<unsigned long long>(allocated));
+  if (!ran) return 1;
+  // How the activations fit their quantization: read after every layer of this unit's build (every
+  // target computes the same bytes).
+  saturation_meter<net> meter{&prepared, out};
+  net::run_observed(prepared, in, out, arena, meter, pool);
   std::printf("range     at most %.2f%% of a layer's outputs at the end of the 8-bit range (layer %zu, %s)\n\n",
               100.0 * meter.worst, meter.worst_layer, mq::layer_kind<net>(meter.worst_layer).data());
 
-  mq::profile<net>(prepared, in, out, arena, runs, stdout, pool);
+  if (!dispatched.profile(in, out, dispatched_arena.bytes, runs, stdout, pool)) return 1;
 
   // Person probability (class 1) as grayscale: softmax outputs are p * 256 (offset by -128 for int8).
   std::vector<std::uint8_t> mask(std::size_t(size) * size);

@@ -1,65 +1,88 @@
-// Quick start: a two-layer depthwise chain on a generated 64x64x32 uint8 image.
+// Quick start: a two-layer depthwise chain (chain.hpp) on a generated 64x64x32 uint8 image.
 // Layer 1: 3x3 stride 1, ReLU6. Layer 2: 3x3 stride 2 with dilation 2 (atrous), both SAME.
-// Runs the chain with mosaiq's generated kernels, checks the result against the scalar reference
-// ops bit for bit, and prints the output shape, a checksum of the output bytes and the time per run.
-#include <algorithm>
+// The chain is a network type built once per target (chain.cpp); this program, compiled for the
+// architecture's baseline, runs the best build the CPU supports, checks the result against the
+// scalar reference ops bit for bit, and prints the target, the output shape, a checksum of the
+// output bytes and the time per run.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <mosaiq/mosaiq.hpp>
+#include <mosaiq/dispatch.hpp>
+#include <mosaiq/reference.hpp>
 #include <vector>
 
+#include "../common/aligned_bytes.hpp"
+#include "chain.hpp"
+
+MOSAIQ_DECLARE_NETWORK_ENTRIES(quickstart_chain)
+
 namespace mq = mosaiq;
+using quickstart::chain;
 
 int main() {
-  constexpr mq::shape input_shape{64, 64, 32};
-  constexpr int channels = input_shape.channels;
+  constexpr mq::shape input_shape = chain::input_shape, output_shape = chain::output_shape;
 
   // Deterministic input and weights (a real application loads them from a model).
   std::vector<mq::u8> input(input_shape.elements());
   for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<mq::u8>((i * 2654435761u) >> 24);
-  std::vector<mq::u8> filter(3 * 3 * channels);
-  for (std::size_t i = 0; i < filter.size(); ++i) filter[i] = static_cast<mq::u8>(100 + (i * 37) % 56);
-  std::vector<std::int32_t> bias(channels, 250);
-
+  chain::weights weights;
   // Quantization as TFLite stores it: input/output (scale, zero point), filter scale and zero point.
   const mq::quant_params in_q{0.02f, 128}, mid_q{0.03f, 0}, out_q{0.05f, 10};
+  weights.input = in_q;
+  auto& w1 = weights.layer<0>();
+  for (std::size_t i = 0; i < w1.filter.size(); ++i) w1.filter[i] = static_cast<mq::u8>(100 + (i * 37) % 56);
+  w1.bias.fill(250);
+  w1.filter_scales = {0.004f};
+  w1.filter_zero_point = 128;
+  w1.output = mid_q;
+  weights.layer<1>() = w1;  // the same filter and bias
+  weights.layer<1>().output = out_q;
+  // The weights blob is what a model file holds; each target's build loads and packs it.
+  std::vector<std::byte> blob(chain::blob_bytes);
+  chain::save(weights, blob);
+
+  // The best linked build this CPU runs; its state (weights, packed filters) goes in storage that
+  // outlives `net` (declared first), whose destructor destroys the state there.
+  const mq::dispatch::network_entry* entry = mq::select_entry(MOSAIQ_NETWORK_ENTRIES(quickstart_chain));
+  if (entry == nullptr) {
+    std::fprintf(stderr, "quickstart: no linked target runs on this CPU\n");
+    return 1;
+  }
+  mosaiq_examples::aligned_bytes state(entry->state_bytes, entry->state_alignment);
+  mq::dispatched_network net(*entry);
+  std::printf("target: %.*s%s (the best of the linked targets this CPU runs)\n", int(net.target().size()),
+              net.target().data(), net.uses_amx() ? " with AMX" : "");
+  mosaiq_examples::aligned_bytes arena(net.arena_bytes(), mq::arena_alignment);
+  if (const mq::status s = net.prepare(blob, state.bytes); !s) {
+    std::fprintf(stderr, "quickstart: %s\n", s.message);
+    return 1;
+  }
+
+  std::vector<mq::u8> output(output_shape.elements());
+  const mq::tensor_view<const mq::u8> in_view(input.data(), input_shape);
+  const mq::tensor_view<mq::u8> out_view(output.data(), output_shape);
+  const auto run = [&] { return net.run(in_view, out_view, arena.bytes); };
+
+  // The same chain through the reference ops: the generated kernels must match it exactly.
   const float filter_scale[] = {0.004f};
   const auto layer1_q = mq::reference::make_conv_requant<mq::rounding::tflite_reference, mq::u8>(
       in_q, filter_scale, 128, mid_q, mq::activation::relu6);
   const auto layer2_q = mq::reference::make_conv_requant<mq::rounding::tflite_reference, mq::u8>(
       mid_q, filter_scale, 128, out_q, mq::activation::none);
-  // Each layer is a kernel type generated for its exact configuration; weights are packed here.
-  constexpr mq::depthwise_config layer1_config{.kernel = {3, 3}, .stride = {1, 1}, .act = mq::activation::relu6};
-  constexpr mq::depthwise_config layer2_config{.kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}};
-  const mq::depthwise<layer1_config, mq::u8> layer1(filter.data(), bias.data(), channels, layer1_q);
-  const mq::depthwise<layer2_config, mq::u8> layer2(filter.data(), bias.data(), channels, layer2_q);
-
-  constexpr mq::shape output_shape = decltype(layer2)::output_shape(input_shape);
-  std::vector<mq::u8> middle(input_shape.elements()), output(output_shape.elements());
-  // Scratch for both layers, allocated once up front: running allocates nothing.
-  std::vector<std::byte> workspace(std::max(layer1.workspace_bytes(input_shape), layer2.workspace_bytes(input_shape)));
-
-  const mq::tensor_view<const mq::u8> in_view(input.data(), input_shape);
-  const mq::tensor_view<mq::u8> mid_view(middle.data(), input_shape);
-  const mq::tensor_view<mq::u8> out_view(output.data(), output_shape);
-
-  const auto run = [&] {
-    layer1(in_view, mid_view, workspace);
-    layer2(mid_view, out_view, workspace);
-  };
-
-  // The same chain through the reference ops: the generated kernels must match it exactly.
-  std::vector<mq::u8> ref_middle(middle.size()), ref_output(output.size());
+  std::vector<mq::u8> ref_middle(input_shape.elements()), ref_output(output.size());
+  constexpr auto c1 = quickstart::layer1, c2 = quickstart::layer2;
+  mq::reference::depthwise_conv<mq::rounding::tflite_reference>(in_view, w1.filter.data(), w1.bias.data(),
+                                                                mq::tensor_view<mq::u8>(ref_middle.data(), input_shape),
+                                                                {.kernel = c1.kernel, .stride = c1.stride}, layer1_q);
   mq::reference::depthwise_conv<mq::rounding::tflite_reference>(
-      in_view, filter.data(), bias.data(), mq::tensor_view<mq::u8>(ref_middle.data(), input_shape),
-      {.kernel = layer1_config.kernel, .stride = layer1_config.stride}, layer1_q);
-  mq::reference::depthwise_conv<mq::rounding::tflite_reference>(
-      mq::tensor_view<const mq::u8>(ref_middle.data(), input_shape), filter.data(), bias.data(),
+      mq::tensor_view<const mq::u8>(ref_middle.data(), input_shape), w1.filter.data(), w1.bias.data(),
       mq::tensor_view<mq::u8>(ref_output.data(), output_shape),
-      {.kernel = layer2_config.kernel, .stride = layer2_config.stride, .dilation = layer2_config.dilation}, layer2_q);
+      {.kernel = c2.kernel, .stride = c2.stride, .dilation = c2.dilation}, layer2_q);
 
-  run();
+  if (const mq::status s = run(); !s) {
+    std::fprintf(stderr, "quickstart: %s\n", s.message);
+    return 1;
+  }
   constexpr int repeats = 20;
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < repeats; ++i) run();
@@ -67,12 +90,10 @@ int main() {
 
   std::uint32_t checksum = 2166136261u;  // FNV-1a over the output bytes
   for (mq::u8 v : output) checksum = (checksum ^ v) * 16777619u;
-  const double macs = 9.0 * channels * (input_shape.pixels() + output_shape.pixels());
   const double us = elapsed.count() / repeats;
-  std::printf("isa: %s\n", mq::simd::to_string(mq::simd::native_isa).data());
   std::printf("output: %dx%dx%d  checksum: %08x\n", output_shape.height, output_shape.width, output_shape.channels,
               checksum);
-  std::printf("time: %.1f us per run (%.2f GMAC/s)\n", us, macs / us / 1e3);
+  std::printf("time: %.1f us per run (%.2f GMAC/s)\n", us, double(net.macs()) / us / 1e3);
   const bool matches = output == ref_output;
   std::printf("bit-exact with the reference ops: %s\n", matches ? "yes" : "NO");
   return matches ? 0 : 1;

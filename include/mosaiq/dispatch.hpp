@@ -11,22 +11,27 @@
 //   mosaiq::dispatched_network net(MOSAIQ_NETWORK_ENTRIES(face_net));   // picks, e.g. "avx2"
 //   net.prepare(blob, state_storage);                    // load time: weights, packing
 //   net.run(input, output, arena);                       // no heap
+//   net.run(input, output, arena, pool);                 // on a thread pool (any parallel_executor)
+//   net.extra_output<u8>("box0", arena);                 // a layers::output, where run() left it
+//   net.profile(input, output, arena, 10, stdout, pool); // the per-layer table of mosaiq::profile
 //
-// The hot loops stay compile-time specialised inside each target's objects; the only indirect call
-// is the one per prepare() and run(). Everything crossing the boundary is a type of namespace
-// mosaiq::dispatch: plain data and function pointers, identical in every target, with no code of
-// its own. The picking code below lives in the caller's per-target namespace like the rest of
-// mosaiq (docs/decisions.md, "Per-target namespaces and runtime dispatch").
+// The hot loops stay compile-time specialised inside each target's objects; the indirect calls are
+// one per prepare() and run(), and on a thread pool one per layer back into the caller's pool. Everything crossing the
+// boundary is a type of namespace mosaiq::dispatch: plain data and function pointers, identical in every target, with
+// no code of its own. The picking code below lives in the caller's per-target namespace like the rest of mosaiq
+// (docs/decisions.md, "Per-target namespaces and runtime dispatch").
 #pragma once
 
 #include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <span>
 #include <string_view>
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -57,6 +62,25 @@ struct quantization {
   std::int32_t zero_point;
 };
 
+/// A thread pool seen across the boundary: parallel_for(context, tasks, task, task_context) calls
+/// task(task_context, t) once for every t in [0, tasks) and returns when all have returned.
+struct executor_ref {
+  void* context;
+  int thread_count;
+  void (*parallel_for)(void* context, std::size_t tasks, void (*task)(const void* task_context, std::size_t t),
+                       const void* task_context);
+};
+
+/// An extra output of the network (layers::output): where run() leaves it in the arena. Offsets
+/// differ between targets (each plans its own workspace), so they come from the entry.
+struct extra_output {
+  const char* name;
+  std::size_t name_size;
+  std::size_t tensor;  ///< tensor id, for network_entry::tensor_quant
+  int dims[3];
+  std::size_t arena_offset;
+};
+
 /// One network built for one target. The state (loaded weights and what prepare() derives from
 /// them) lives in caller storage of state_bytes bytes aligned to state_alignment.
 struct network_entry {
@@ -65,15 +89,23 @@ struct network_entry {
   int input_dims[3];
   int output_dims[3];
   std::size_t arena_bytes;
+  std::size_t peak_live_bytes;
   std::size_t blob_bytes;
   std::size_t state_bytes;
   std::size_t state_alignment;
   std::uint64_t macs;
+  std::uint64_t weight_bytes;
+  std::size_t tensor_count;  ///< tensor 0 is the input, tensor_count - 1 the main output
+  const extra_output* extra_outputs;
+  std::size_t extra_output_count;
   outcome (*prepare)(const std::byte* blob, std::size_t blob_size, void* state);
   void (*destroy)(void* state);
-  outcome (*run)(const void* state, tensor_ref input, tensor_ref output, std::byte* arena, std::size_t arena_size);
-  quantization (*input_quant)(const void* state);
-  quantization (*output_quant)(const void* state);
+  outcome (*run)(const void* state, tensor_ref input, tensor_ref output, std::byte* arena, std::size_t arena_size,
+                 executor_ref exec);
+  /// mosaiq::profile of the network: `runs` timed runs after a warm-up, the table printed to `out`.
+  outcome (*profile)(const void* state, tensor_ref input, tensor_ref output, std::byte* arena, std::size_t arena_size,
+                     executor_ref exec, int runs, std::FILE* out);
+  quantization (*tensor_quant)(const void* state, std::size_t tensor);
   bool (*amx_enabled)();  // the target's own AMX detection (simd/amx.hpp): true where its layers use AMX
 };
 
@@ -139,10 +171,12 @@ class dispatched_network {
   bool uses_amx() const noexcept { return entry_ && entry_->amx_enabled(); }
 
   std::size_t arena_bytes() const noexcept { return entry_ ? entry_->arena_bytes : 0; }
+  std::size_t peak_live_bytes() const noexcept { return entry_ ? entry_->peak_live_bytes : 0; }
   std::size_t state_bytes() const noexcept { return entry_ ? entry_->state_bytes : 0; }
   std::size_t state_alignment() const noexcept { return entry_ ? entry_->state_alignment : 1; }
   std::size_t blob_bytes() const noexcept { return entry_ ? entry_->blob_bytes : 0; }
   std::uint64_t macs() const noexcept { return entry_ ? entry_->macs : 0; }
+  std::uint64_t weight_bytes() const noexcept { return entry_ ? entry_->weight_bytes : 0; }
   shape input_shape() const noexcept { return entry_ ? to_shape(entry_->input_dims) : shape{}; }
   shape output_shape() const noexcept { return entry_ ? to_shape(entry_->output_dims) : shape{}; }
 
@@ -167,23 +201,88 @@ class dispatched_network {
   /// arena_bytes() bytes, 64-byte aligned. No heap allocation.
   template <quantized_element T>
   status run(tensor_view<const T> input, tensor_view<T> output, std::span<std::byte> arena) const noexcept {
-    if (!state_) return {errc::invalid_argument, "dispatched_network::run: prepare() has not succeeded"};
-    if (entry_->type != element_of<T>())
-      return {errc::invalid_argument, "dispatched_network::run: the network's element type differs"};
-    if (input.batch() != 1 || output.batch() != 1)
-      return {errc::shape_mismatch, "dispatched_network::run: batch must be 1"};
-    return from(entry_->run(state_, to_ref(input), to_ref(output), arena.data(), arena.size()));
+    serial_executor serial;
+    return run(input, output, arena, serial);
   }
 
-  quant_params input_quant() const noexcept { return state_ ? to_quant(entry_->input_quant(state_)) : quant_params{}; }
+  /// The same with the layers on `exec`'s threads (bit-identical to the serial run).
+  template <quantized_element T, parallel_executor E>
+  status run(tensor_view<const T> input, tensor_view<T> output, std::span<std::byte> arena, E& exec) const noexcept {
+    if (const status s = check_run<T>(input, output); !s) return s;
+    return from(entry_->run(state_, to_ref(input), to_ref(output), arena.data(), arena.size(), to_executor_ref(exec)));
+  }
+
+  /// mosaiq::profile in the chosen target: one warm-up and `runs` timed runs on `exec`'s threads,
+  /// the per-layer table printed to `out` (nullptr: nothing printed).
+  template <quantized_element T, parallel_executor E>
+  status profile(tensor_view<const T> input, tensor_view<T> output, std::span<std::byte> arena, int runs,
+                 std::FILE* out, E& exec) const noexcept {
+    if (const status s = check_run<T>(input, output); !s) return s;
+    return from(entry_->profile(state_, to_ref(input), to_ref(output), arena.data(), arena.size(),
+                                to_executor_ref(exec), runs, out));
+  }
+
+  /// The extra output `name` (a layers::output of the network) as the last run() left it in
+  /// `arena`. Misuse (no such output, another element type, an arena too small) goes to the error
+  /// handler (mosaiq::require) and gives an empty view.
+  template <quantized_element T>
+  tensor_view<const T> extra_output(std::string_view name, std::span<const std::byte> arena) const noexcept {
+    const dispatch::extra_output* found = find_output(name);
+    if (!require(found != nullptr, errc::invalid_argument,
+                 "dispatched_network::extra_output: no output of this name") ||
+        !require(entry_->type == element_of<T>(), errc::invalid_argument,
+                 "dispatched_network::extra_output: the network's element type differs"))
+      return {};
+    const shape dims = to_shape(found->dims);
+    if (!require(arena.size() >= found->arena_offset + dims.elements(), errc::invalid_argument,
+                 "dispatched_network::extra_output: arena is smaller than arena_bytes()"))
+      return {};
+    return tensor_view<const T>(reinterpret_cast<const T*>(arena.data() + found->arena_offset), dims);
+  }
+
+  /// Quantization of the extra output `name` (after prepare(); {} when there is no such output).
+  quant_params extra_output_quant(std::string_view name) const noexcept {
+    const dispatch::extra_output* found = find_output(name);
+    return state_ && found ? to_quant(entry_->tensor_quant(state_, found->tensor)) : quant_params{};
+  }
+
+  quant_params input_quant() const noexcept {
+    return state_ ? to_quant(entry_->tensor_quant(state_, 0)) : quant_params{};
+  }
   quant_params output_quant() const noexcept {
-    return state_ ? to_quant(entry_->output_quant(state_)) : quant_params{};
+    return state_ ? to_quant(entry_->tensor_quant(state_, entry_->tensor_count - 1)) : quant_params{};
   }
 
  private:
   void release() noexcept {
     if (state_) entry_->destroy(state_);
     state_ = nullptr;
+  }
+  template <class T>
+  status check_run(const tensor_view<const T>& input, const tensor_view<T>& output) const noexcept {
+    if (!state_) return {errc::invalid_argument, "dispatched_network::run: prepare() has not succeeded"};
+    if (entry_->type != element_of<T>())
+      return {errc::invalid_argument, "dispatched_network::run: the network's element type differs"};
+    if (input.batch() != 1 || output.batch() != 1)
+      return {errc::shape_mismatch, "dispatched_network::run: batch must be 1"};
+    return {};
+  }
+  const dispatch::extra_output* find_output(std::string_view name) const noexcept {
+    if (!entry_) return nullptr;
+    for (std::size_t i = 0; i < entry_->extra_output_count; ++i) {
+      const dispatch::extra_output& o = entry_->extra_outputs[i];
+      if (std::string_view(o.name, o.name_size) == name) return &o;
+    }
+    return nullptr;
+  }
+  /// `exec` as the boundary's executor_ref: each parallel_for crosses back into this unit's code.
+  template <parallel_executor E>
+  static dispatch::executor_ref to_executor_ref(E& exec) noexcept {
+    return {&exec, static_cast<int>(exec.thread_count()),
+            [](void* context, std::size_t tasks, void (*task)(const void*, std::size_t), const void* task_context) {
+              auto call = [&](std::size_t t) { task(task_context, t); };
+              static_cast<E*>(context)->parallel_for(tasks, task_function(call));
+            }};
   }
   template <class T>
   static constexpr dispatch::element element_of() noexcept {

@@ -9,12 +9,14 @@ namespace mosaiq::test::multitarget {
 namespace ml = mosaiq::layers;
 
 // uint8: every SIMD family once (conv2d, depthwise with dilation, residual add, pointwise, bilinear
-// upsampling, softmax), odd spatial sizes and channel counts that leave tails at every vector width.
+// upsampling, softmax), odd spatial sizes and channel counts that leave tails at every vector width;
+// the residual sum is also an extra output (layers::output), which dispatch hands out by name.
 using u8_net = network<input<u8, 23, 29, 3>,                                                              //
                        ml::conv2d<ml::conv2d_config{.out_channels = 19, .stride = {2, 2}}>,               // 12x15x19
                        ml::tap<"skip">,                                                                   //
                        ml::depthwise<ml::depthwise_config{.kernel = {3, 3}, .dilation = {2, 2}}>,         // 12x15x19
                        ml::add<"skip">,                                                                   //
+                       ml::output<"sum">,                                                                 //
                        ml::pointwise<ml::pointwise_config{.out_channels = 37, .act = activation::relu}>,  // 12x15x37
                        ml::resize_bilinear<ml::resize_config{.scale = 2}>,                                // 24x30x37
                        ml::pointwise<ml::pointwise_config{.out_channels = 5}>,                            // 24x30x5

@@ -9,18 +9,22 @@
 // was given really build that target.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <new>
 #include <optional>
 #include <span>
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/dispatch.hpp"
 #include "mosaiq/net/network.hpp"
 #include "mosaiq/net/plan.hpp"
+#include "mosaiq/net/profile.hpp"
 #include "mosaiq/simd/amx.hpp"
 #include "mosaiq/simd/target.hpp"
 
@@ -76,28 +80,80 @@ struct exported_network {
     return fail(errc::ok, "");
   }
 
-  static dispatch::outcome run(const void* storage, dispatch::tensor_ref in, dispatch::tensor_ref out, std::byte* arena,
-                               std::size_t arena_size) {
+  /// The caller's thread pool (dispatch::executor_ref) as this target's parallel_executor.
+  struct executor_adaptor {
+    dispatch::executor_ref ref;
+    int thread_count() const noexcept { return ref.thread_count; }
+    void parallel_for(std::size_t tasks, task_function fn) const {
+      ref.parallel_for(
+          ref.context, tasks, [](const void* f, std::size_t t) { (*static_cast<const task_function*>(f))(t); }, &fn);
+    }
+  };
+
+  /// The caller's arguments as this target's views: checked, then handed to `body(input, output,
+  /// arena, executor)`.
+  template <class Body>
+  static dispatch::outcome with_checked(dispatch::tensor_ref in, dispatch::tensor_ref out, std::byte* arena,
+                                        std::size_t arena_size, dispatch::executor_ref exec, Body&& body) {
     for (const dispatch::outcome o :
          {check(in, Net::input_shape, "dispatched_network::run: input must have the network's input shape"),
           check(out, Net::output_shape, "dispatched_network::run: output must have the network's output shape"),
-          check_arena(arena, arena_size)})
+          check_arena(arena, arena_size), check_executor(exec)})
       if (o.code != int(errc::ok)) return o;
     const tensor_view<const T> input(static_cast<const T*>(in.data), Net::input_shape, 1, in.pixel_stride);
     // The output is the caller's writable view: dispatch::tensor_ref carries one pointer type for both.
     const tensor_view<T> output(static_cast<T*>(const_cast<void*>(out.data)), Net::output_shape, 1, out.pixel_stride);
-    Net::run(*static_cast<const state*>(storage)->prepared, input, output, std::span<std::byte>(arena, arena_size));
+    executor_adaptor executor{exec};
+    body(input, output, std::span<std::byte>(arena, arena_size), executor);
     return fail(errc::ok, "");
   }
 
-  static dispatch::quantization quant_of(const void* storage, std::size_t tensor) noexcept {
-    const quant_params q = static_cast<const state*>(storage)->prepared->tensor_quant(tensor);
+  static dispatch::outcome check_executor(const dispatch::executor_ref& exec) noexcept {
+    if (exec.parallel_for == nullptr || exec.thread_count < 1)
+      return fail(errc::invalid_argument, "dispatched_network::run: executor without parallel_for or threads");
+    return fail(errc::ok, "");
+  }
+
+  static const typename Net::prepared& prepared_of(const void* storage) noexcept {
+    return *static_cast<const state*>(storage)->prepared;
+  }
+
+  static dispatch::outcome run(const void* storage, dispatch::tensor_ref in, dispatch::tensor_ref out, std::byte* arena,
+                               std::size_t arena_size, dispatch::executor_ref exec) {
+    return with_checked(in, out, arena, arena_size, exec, [&](auto input, auto output, auto a, auto& executor) {
+      Net::run(prepared_of(storage), input, output, a, executor);
+    });
+  }
+
+  static dispatch::outcome profile(const void* storage, dispatch::tensor_ref in, dispatch::tensor_ref out,
+                                   std::byte* arena, std::size_t arena_size, dispatch::executor_ref exec, int runs,
+                                   std::FILE* file) {
+    return with_checked(in, out, arena, arena_size, exec, [&](auto input, auto output, auto a, auto& executor) {
+      mosaiq::profile<Net>(prepared_of(storage), input, output, a, runs, file, executor);
+    });
+  }
+
+  static dispatch::quantization tensor_quant(const void* storage, std::size_t tensor) noexcept {
+    const quant_params q = prepared_of(storage).tensor_quant(tensor < Net::tensor_count ? tensor : 0);
     return {q.scale, q.zero_point};
   }
-  static dispatch::quantization input_quant(const void* storage) noexcept { return quant_of(storage, 0); }
-  static dispatch::quantization output_quant(const void* storage) noexcept {
-    return quant_of(storage, Net::tensor_count - 1);
-  }
+
+  /// Every layers::output of the network, with its place in this target's arena.
+  static constexpr auto extra_outputs = [] {
+    std::array<dispatch::extra_output, Net::extra_output_count> outputs{};
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < Net::topology.name_count; ++i) {
+      const named_tensor& named = Net::topology.names[i];
+      if (!named.output) continue;
+      const shape dims = Net::topology.tensors[std::size_t(named.tensor)].dims;
+      outputs[n++] = {named.name.data(),
+                      named.name.size(),
+                      std::size_t(named.tensor),
+                      {dims.height, dims.width, dims.channels},
+                      Net::tensor_offset(std::size_t(named.tensor))};
+    }
+    return outputs;
+  }();
 
   static bool amx_enabled() noexcept { return simd::amx::enabled(); }
 
@@ -107,15 +163,20 @@ struct exported_network {
             {Net::input_shape.height, Net::input_shape.width, Net::input_shape.channels},
             {Net::output_shape.height, Net::output_shape.width, Net::output_shape.channels},
             Net::arena_bytes,
+            Net::peak_live_bytes,
             Net::blob_bytes,
             sizeof(state),
             alignof(state),
             Net::macs,
+            Net::weight_bytes,
+            Net::tensor_count,
+            extra_outputs.data(),
+            extra_outputs.size(),
             &prepare,
             &destroy,
             &run,
-            &input_quant,
-            &output_quant,
+            &profile,
+            &tensor_quant,
             &amx_enabled};
   }
 };

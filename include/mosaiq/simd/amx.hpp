@@ -26,9 +26,8 @@
 
 #include "mosaiq/simd/target.hpp"
 
-#if !defined(MOSAIQ_NO_AMX) && !defined(MOSAIQ_FORCE_SCALAR) && defined(__x86_64__) && defined(__linux__) && \
-    (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512VNNI__) && defined(__AVX512BW__) &&         \
-    defined(__AVX512VL__) && defined(__AVX512DQ__)
+#if !defined(MOSAIQ_NO_AMX) && MOSAIQ_TARGET_AVX512_VNNI && defined(__x86_64__) && defined(__linux__) && \
+    (defined(__GNUC__) || defined(__clang__))
 #define MOSAIQ_HAS_AMX_PATH 1
 #include <cpuid.h>
 #include <sys/syscall.h>

@@ -129,7 +129,7 @@ inline cpu_features detect() noexcept {
   return found;
 #elif defined(__arm__) && defined(__linux__)
   return (getauxval(AT_HWCAP) & HWCAP_NEON) != 0 ? cpu_features{}.with(cpu_feature::neon) : cpu_features{};
-#elif defined(__ARM_NEON)
+#elif MOSAIQ_COMPILER_NEON
   return cpu_features{}.with(cpu_feature::neon);
 #else
   return {};

@@ -4,7 +4,7 @@
 
 #include "mosaiq/simd/target.hpp"
 
-#if defined(__AVX512VNNI__) && defined(__AVX512F__)
+#if MOSAIQ_TARGET_AVX512_VNNI
 
 #include <immintrin.h>
 

@@ -3,14 +3,15 @@
 // rounding shift because vrshl rounds ties up, not away from zero. Scalar twins in scalar.hpp.
 #pragma once
 
-#if defined(__ARM_NEON)
+#include "mosaiq/simd/target.hpp"
+
+#if MOSAIQ_TARGET_NEON
 
 #include <arm_neon.h>
 
 #include <cstdint>
 
 #include "mosaiq/simd/scalar.hpp"
-#include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd::neon {
 
@@ -55,4 +56,4 @@ inline int32x4_t requantize_s32(int32x4_t acc, int32x4_t multiplier, int32x4_t l
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd::neon
 
-#endif  // __ARM_NEON
+#endif  // MOSAIQ_TARGET_NEON

@@ -20,7 +20,7 @@ inline void multiply_by_quantized_multiplier(const std::int32_t* x, requant_scal
                                              std::size_t n) noexcept {
   std::size_t i = 0;
   if constexpr (native_isa == isa::avx512 || native_isa == isa::avx512_vnni) {
-#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#if MOSAIQ_TARGET_AVX512
     for (; i + 16 <= n; i += 16) {
       const auto load = [i](const std::int32_t* p) { return _mm512_loadu_si512(p + i); };
       _mm512_storeu_si512(out + i, avx512::multiply_by_quantized_multiplier<Mode>(
@@ -28,7 +28,7 @@ inline void multiply_by_quantized_multiplier(const std::int32_t* x, requant_scal
     }
 #endif
   } else if constexpr (native_isa == isa::avx2 || native_isa == isa::avx2_vnni) {
-#if defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
     for (; i + 8 <= n; i += 8) {
       const auto load = [i](const std::int32_t* p) {
         return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i));
@@ -39,7 +39,7 @@ inline void multiply_by_quantized_multiplier(const std::int32_t* x, requant_scal
     }
 #endif
   } else if constexpr (native_isa == isa::neon) {
-#if defined(__ARM_NEON)
+#if MOSAIQ_TARGET_NEON
     for (; i + 4 <= n; i += 4) {
       vst1q_s32(out + i, neon::multiply_by_quantized_multiplier<Mode>(vld1q_s32(x + i), vld1q_s32(s.multiplier + i),
                                                                       vld1q_s32(s.left_shift + i),
@@ -57,7 +57,7 @@ inline void requantize(const std::int32_t* acc, requant_scales_view s, std::int3
                        std::int32_t clamp_min, std::int32_t clamp_max, T* out, std::size_t n) noexcept {
   std::size_t i = 0;
   if constexpr (native_isa == isa::avx512 || native_isa == isa::avx512_vnni) {
-#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#if MOSAIQ_TARGET_AVX512
     const __m512i zp = _mm512_set1_epi32(output_zero_point), lo = _mm512_set1_epi32(clamp_min),
                   hi = _mm512_set1_epi32(clamp_max);
     for (; i + 16 <= n; i += 16) {
@@ -68,7 +68,7 @@ inline void requantize(const std::int32_t* acc, requant_scales_view s, std::int3
     }
 #endif
   } else if constexpr (native_isa == isa::avx2 || native_isa == isa::avx2_vnni) {
-#if defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
     const __m256i zp = _mm256_set1_epi32(output_zero_point), lo = _mm256_set1_epi32(clamp_min),
                   hi = _mm256_set1_epi32(clamp_max);
     for (; i + 8 <= n; i += 8) {
@@ -80,7 +80,7 @@ inline void requantize(const std::int32_t* acc, requant_scales_view s, std::int3
     }
 #endif
   } else if constexpr (native_isa == isa::neon) {
-#if defined(__ARM_NEON)
+#if MOSAIQ_TARGET_NEON
     const int32x4_t zp = vdupq_n_s32(output_zero_point), lo = vdupq_n_s32(clamp_min), hi = vdupq_n_s32(clamp_max);
     for (; i + 8 <= n; i += 8) {
       const auto lanes = [&](std::size_t j) {

@@ -65,6 +65,14 @@
 #define MOSAIQ_TARGET_NEON_DOTPROD 0
 #endif
 
+// Whether the compiler emits NEON for this unit whatever MOSAIQ_FORCE_SCALAR says: what the CPU must
+// have to run the unit at all (simd/cpu.hpp assumes it where the OS reports no feature bits).
+#if defined(__ARM_NEON)
+#define MOSAIQ_COMPILER_NEON 1
+#else
+#define MOSAIQ_COMPILER_NEON 0
+#endif
+
 #define MOSAIQ_TARGET_X86 MOSAIQ_TARGET_AVX2
 #define MOSAIQ_TARGET_SIMD (MOSAIQ_TARGET_AVX2 || MOSAIQ_TARGET_NEON)
 #define MOSAIQ_TARGET_SCALAR (!MOSAIQ_TARGET_SIMD)

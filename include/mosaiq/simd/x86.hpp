@@ -2,7 +2,9 @@
 // 8-bit narrowing. AVX2 and AVX-512BW; each has a scalar twin in scalar.hpp.
 #pragma once
 
-#if defined(__AVX2__)
+#include "mosaiq/simd/target.hpp"
+
+#if MOSAIQ_TARGET_AVX2
 
 #include <immintrin.h>
 
@@ -10,7 +12,6 @@
 #include <cstdint>
 
 #include "mosaiq/simd/scalar.hpp"
-#include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd {
 
@@ -88,7 +89,7 @@ inline void store_low_bytes(void* out, __m256i v) noexcept {
 
 }  // namespace avx2
 
-#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__)
+#if MOSAIQ_TARGET_AVX512
 namespace avx512 {
 
 inline __m512i saturating_rounding_doubling_high_mul(__m512i a, __m512i b) noexcept {
@@ -295,4 +296,4 @@ template <bool LeftShift = true, bool SignBlend = true>
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::simd
 
-#endif  // __AVX2__
+#endif  // MOSAIQ_TARGET_AVX2

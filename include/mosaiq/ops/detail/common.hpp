@@ -45,7 +45,7 @@ inline void requantize_store(const Job& job, const std::int32_t* acc, T* out) no
                               job.clamp_min, job.clamp_max);
 }
 
-#if defined(__AVX2__)
+#if MOSAIQ_TARGET_AVX2
 /// AVX2 paths: 16 channels held as (taps 01, taps 23) pair sums, channels 4q..4q+3 in acc[q], plus
 /// `offset` and the job's bias from channel c0, requantized into 16 bytes (Halves = 1: the first 8
 /// only, the other 8 bytes left as they are).
@@ -67,7 +67,7 @@ template <rounding R, class Job, int Halves = 2>
 }
 #endif
 
-#if defined(__ARM_NEON)
+#if MOSAIQ_TARGET_NEON
 /// NEON paths: 16 requantized channels (already clamped to T's range, so plain narrowing is exact)
 /// into 16 bytes.
 template <class T>
