@@ -5,9 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "mosaiq/net.hpp"
 #include "mosaiq/tflite/emitter.hpp"
 #include "mosaiq/tflite/reader.hpp"
+#include "mosaiq/tools/float_blob.hpp"
 #include "support.hpp"
 #include "tflite_quantized_writer.hpp"
 #include "tflite_reference_interpreter.hpp"
@@ -200,4 +203,100 @@ TEST_CASE("HARD_SWISH and TRANSPOSE_CONV become the selfie ops' layers, with the
     CHECK(layers[1].payload.size() == 3 * 2 * 2 * 6 + 4 * 3 + 4 * scales + 4 + 8);
     CHECK(layers[1].shape == std::array<std::int32_t, 3>{8, 8, 3});
   }
+}
+
+namespace {
+
+/// The hand-written network mosaiq-import's lowering of float_gate_model() spells (layer kinds and shapes are what
+/// its float weights file records).
+using float_gate_net = mosaiq::network<
+    mosaiq::input<mosaiq::i8, 4, 4, 3>,
+    mosaiq::layers::conv2d<mosaiq::layers::conv2d_config{
+        .out_channels = 4, .kernel = {3, 3}, .pad = mosaiq::padding::same(), .act = mosaiq::activation::relu6}>,
+    mosaiq::layers::tap<"t3">,
+    mosaiq::layers::average_pool<mosaiq::layers::pool_config{.kernel = {4, 4}, .stride = {4, 4}}>,
+    mosaiq::layers::logistic<>, mosaiq::layers::mul<"t3">>;
+
+/// conv 3x3 + bias + RELU6 -> whole-map AVERAGE_POOL_2D -> LOGISTIC -> MUL into the conv output, all float32.
+files::model_spec float_gate_model() {
+  files::model_spec spec;
+  spec.tensors = {files::activation("x", {1, 4, 4, 3}),
+                  files::float_constant("w", {4, 3, 3, 3}),
+                  files::float_constant("b", {4}, {0.1f, 0.2f, 0.3f, 0.4f}),
+                  files::activation("c", {1, 4, 4, 4}),
+                  files::activation("p", {1, 1, 1, 4}),
+                  files::activation("g", {1, 1, 1, 4}),
+                  files::activation("y", {1, 4, 4, 4})};
+  spec.ops = {{.code = files::codes::conv,
+               .inputs = {0, 1, 2},
+               .outputs = {3},
+               .options_type = fb::BuiltinOptions_Conv2DOptions,
+               .options = files::conv_options(0, 1, 1, 3)},
+              {.code = files::codes::average_pool,
+               .inputs = {3},
+               .outputs = {4},
+               .options_type = fb::BuiltinOptions_Pool2DOptions,
+               .options = [](auto& b) { return fb::CreatePool2DOptions(b, 1, 4, 4, 4, 4, 0).Union(); }},
+              {.code = files::codes::logistic, .inputs = {4}, .outputs = {5}},
+              {.code = files::codes::mul,
+               .inputs = {3, 5},
+               .outputs = {6},
+               .options_type = fb::BuiltinOptions_MulOptions,
+               .options = [](auto& b) { return fb::CreateMulOptions(b, 0).Union(); }}};
+  spec.inputs = {0};
+  spec.outputs = {6};
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("a float model lowers to the same layer list, with its float weights as the float weights file") {
+  const files::model_spec spec = float_gate_model();
+  tfl::graph graph = read_graph(files::write(spec));
+  tfl::apply_emitter_patterns(graph);
+  const auto net = tfl::lower_float(graph, tfl::element_type::int8);
+  REQUIRE_MESSAGE(net.ok(), net.error());
+  const tfl::emitted_network& n = net.value();
+  CHECK(n.from_float);
+  CHECK(n.element == tfl::element_type::int8);
+  std::vector<std::string> kinds;
+  for (const auto& layer : n.layers) {
+    kinds.push_back(layer.kind);
+    CHECK(layer.payload.empty());  // calibration decides every quantization
+  }
+  CHECK(kinds == std::vector<std::string>{"conv2d", "tap", "average_pool", "logistic", "mul"});
+  CHECK(n.layers[0].spelling ==
+        "mosaiq::layers::conv2d<mosaiq::layers::conv2d_config{.out_channels = 4, .kernel = {3, 3}, .stride = {1, 1}, "
+        ".pad = mosaiq::padding::same(), .act = mosaiq::activation::relu6}>");
+  CHECK(n.layers[4].spelling == "mosaiq::layers::mul<\"t3\">");
+  const std::vector<std::uint8_t>& filter_bytes = spec.tensors[1].data;
+  std::vector<float> filter(filter_bytes.size() / sizeof(float));
+  std::memcpy(filter.data(), filter_bytes.data(), filter_bytes.size());
+  CHECK(n.layers[0].float_filter == filter);
+  CHECK(n.layers[0].float_bias == std::vector<float>{0.1f, 0.2f, 0.3f, 0.4f});
+
+  // The emitter's float weights file is the one tools::save_float_weights writes for the network it spells, and
+  // tools::load_float_weights reads it back.
+  mosaiq::tools::float_weights<float_gate_net> fw;
+  fw.layer<0>().filter = filter;
+  fw.layer<0>().bias = n.layers[0].float_bias;
+  const std::vector<std::byte> expected = mosaiq::tools::save_float_weights<float_gate_net>(fw);
+  const std::vector<std::uint8_t> written = tfl::emit_float_weights(n);
+  REQUIRE(written.size() == expected.size());
+  CHECK(std::memcmp(written.data(), expected.data(), written.size()) == 0);
+  mosaiq::tools::float_weights<float_gate_net> loaded;
+  CHECK(mosaiq::tools::load_float_weights<float_gate_net>(std::as_bytes(std::span(written)), loaded));
+  CHECK(loaded.layer<0>().filter == filter);
+
+  // Each lowering refuses the other kind of graph.
+  const auto quantized = tfl::lower_quantized(graph);
+  REQUIRE_FALSE(quantized.ok());
+  CHECK(quantized.error().find("input 'x' [1,4,4,3] is float32") == 0);
+  files::quantized_writer m(false);
+  const auto q = m.input("x", {1, 2, 2, 3}, 0.1f, 128);
+  m.output(m.op(files::codes::logistic, {q}, m.probability("y", {1, 2, 2, 3})));
+  tfl::graph quantized_graph = read_graph(files::write(m.spec));
+  const auto refused = tfl::lower_float(quantized_graph, tfl::element_type::uint8);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error() == "input 'x' [1,2,2,3] is uint8; float import needs a float32 input");
 }

@@ -11,8 +11,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "mosaiq/net.hpp"
@@ -524,6 +526,145 @@ TEST_CASE("tools: a float network with batch norm folded equals conv, batch norm
   CHECK(some_clamped);  // the activation is exercised on both sides of the fold
   for (std::size_t i = 0; i < expected.size(); ++i)
     CHECK(folded_run.values(2)[i] == doctest::Approx(expected[i]).epsilon(1e-5).scale(1.0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The selfie model's layer kinds through the float twin and quantization; float weights files;
+// photos as network inputs (what the generated calibrator of a float TFLite model runs).
+
+/// The selfie graph's shapes in miniature: 1x1 conv, hard-swish, a gate (whole-map mean, logistic,
+/// broadcast multiply into the tapped map), then the 2x2 stride-2 transposed convolution.
+template <class T>
+using gate_net = network<input<T, 2, 2, 1>,                                                          //
+                         layers::pointwise<layers::pointwise_config{.out_channels = 1}>,             // 0
+                         layers::hard_swish<>,                                                       // 1
+                         layers::tap<"h">,                                                           // 2
+                         layers::global_average_pool<>,                                              // 3
+                         layers::logistic<>,                                                         // 4
+                         layers::mul<"h">,                                                           // 5
+                         layers::transpose_conv<layers::transpose_conv_config{.out_channels = 1}>>;  // 6
+
+template <class T>
+tools::float_weights<gate_net<T>> gate_weights() {
+  tools::float_weights<gate_net<T>> fw;
+  fw.template layer<0>().filter = {2.0f};
+  fw.template layer<0>().bias = {-1.0f};
+  fw.template layer<6>().filter = {1.0f, 1.0f, 1.0f, 1.0f};
+  fw.template layer<6>().bias = {0.0f};
+  return fw;
+}
+
+TEST_CASE("tools: the float runner computes hard-swish, mean, logistic, broadcast mul and transposed conv") {
+  using net = gate_net<u8>;
+  const auto fw = gate_weights<u8>();
+  tools::float_runner<net> runner;
+  REQUIRE(runner.run(fw, std::vector<float>{0.0f, 1.0f, 2.0f, 3.0f}));
+  // 2x - 1 = -1, 1, 3, 5; hard-swish x * relu6(x + 3) / 6 = -1/3, 2/3, 3, 5; their mean 25/12.
+  const std::vector<float> swished{-1.0f / 3.0f, 2.0f / 3.0f, 3.0f, 5.0f};
+  for (std::size_t i = 0; i < 4; ++i) CHECK(runner.values(2)[i] == doctest::Approx(swished[i]));
+  const float gate = 1.0f / (1.0f + std::exp(-25.0f / 12.0f));
+  CHECK(runner.values(3)[0] == doctest::Approx(25.0f / 12.0f));
+  CHECK(runner.values(4)[0] == doctest::Approx(gate));
+  // Each gated value fills its own 2x2 block of the 4x4 output (all-ones kernel, stride 2).
+  const auto out = runner.output();
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 4; ++x) CHECK(out(y, x, 0) == doctest::Approx(swished[std::size_t(y / 2 * 2 + x / 2)] * gate));
+}
+
+template <class T>
+void check_gate_quantization() {
+  using net = gate_net<T>;
+  const auto fw = gate_weights<T>();
+  const std::vector<std::vector<float>> samples{{0.0f, 1.0f, 2.0f, 3.0f}, {3.0f, 2.0f, 0.5f, 0.0f}};
+  const auto ranges = tools::calibrate(fw, samples);
+  const auto w = tools::quantize_network<net>(fw, ranges);
+  REQUIRE(w != nullptr);
+  const auto quant = tools::tensor_quant<net>(*w);
+  // Hard-swish, mean, mul and the transposed convolution get their calibrated ranges; logistic
+  // TFLite's fixed 1/256 output.
+  for (const std::size_t t : {1, 2, 3, 5, 6}) CHECK(quant[t] == tools::activation_quant<T>(ranges[t]));
+  CHECK(quant[4] == reference::probability_output_params<T>);
+  // Run quantized: every output within a few steps of the float run.
+  const typename net::prepared p = net::prepare(*w);
+  tools::float_runner<net> runner;
+  for (const auto& sample : samples) {
+    REQUIRE(runner.run(fw, std::span<const float>(sample)));
+    const std::vector<T> input = tools::quantize_input<net>(*w, sample);
+    std::vector<T> output(net::output_shape.elements());
+    net::run(p, tensor_view<const T>(input.data(), net::input_shape), tensor_view<T>(output.data(), net::output_shape),
+             arena_for<net>());
+    const std::vector<float> result = tools::dequantize_output<net>(*w, output);
+    for (std::size_t i = 0; i < result.size(); ++i)
+      CHECK(std::fabs(result[i] - runner.values(6)[i]) <= 4.0f * quant[6].scale);
+  }
+}
+
+TEST_CASE("tools: the selfie layer kinds quantize with TFLite's fixed logistic output, u8 and i8") {
+  check_gate_quantization<u8>();
+  check_gate_quantization<i8>();
+}
+
+TEST_CASE("tools: float weights files round-trip and are refused for another network") {
+  using net = gate_net<i8>;
+  const auto fw = gate_weights<i8>();
+  const std::vector<std::byte> blob = tools::save_float_weights<net>(fw);
+  // Header: magic, version, byte order, 7 layers, input shape; per layer kind, shape, two counts;
+  // then 1 + 1 + 4 + 1 floats.
+  std::size_t header = 8 + 3 * 4 + 3 * 4;
+  for (const std::string_view kind :
+       {"pointwise", "hard_swish", "tap", "global_average_pool", "logistic", "mul", "transpose_conv"})
+    header += 4 + kind.size() + 3 * 4 + 2 * 8;
+  CHECK(blob.size() == header + 7 * sizeof(float));
+  CHECK(std::memcmp(blob.data(), "MOSAIQFW", 8) == 0);
+
+  tools::float_weights<net> loaded;
+  REQUIRE(tools::load_float_weights<net>(blob, loaded));
+  CHECK(loaded.layer<0>().filter == fw.layer<0>().filter);
+  CHECK(loaded.layer<0>().bias == fw.layer<0>().bias);
+  CHECK(loaded.layer<6>().filter == fw.layer<6>().filter);
+
+  test::recording_handler errors;
+  // The u8 network's file is the same (the float weights do not depend on the element type)...
+  tools::float_weights<gate_net<u8>> other_type;
+  CHECK(tools::load_float_weights<gate_net<u8>>(blob, other_type));
+  // ...another layer list, a truncated file and a wrong count are not.
+  tools::float_weights<affine_net> other;
+  CHECK_FALSE(tools::load_float_weights<affine_net>(blob, other));
+  CHECK(errors.last() == errc::blob_mismatch);
+  errors.reset();
+  CHECK_FALSE(tools::load_float_weights<net>(std::span(blob).first(blob.size() - 4), loaded));
+  CHECK(errors.last() == errc::blob_mismatch);
+  std::vector<std::byte> wrong_count = blob;
+  wrong_count[8 + 3 * 4 + 3 * 4 + 4 + 9 + 3 * 4] = std::byte{2};  // the pointwise filter's count
+  errors.reset();
+  CHECK_FALSE(tools::load_float_weights<net>(wrong_count, loaded));
+  CHECK(errors.last() == errc::blob_mismatch);
+}
+
+TEST_CASE("tools: a photo becomes the network input resized and divided by 255") {
+  using net = gate_net<u8>;  // one input channel: refused
+  test::recording_handler errors;
+  CHECK(tools::input_from_rgb<net>(tools::rgb_image{1, 1, {1, 2, 3}}).empty());
+  CHECK(errors.last() == errc::shape_mismatch);
+  using rgb_net = network<input<u8, 3, 4, 3>, layers::pointwise<layers::pointwise_config{.out_channels = 1}>>;
+  // A uniform 5x2 photo: every input pixel is its color / 255, whatever the resize.
+  tools::rgb_image photo{5, 2, {}};
+  for (int i = 0; i < 10; ++i) photo.pixels.insert(photo.pixels.end(), {255, 0, 51});
+  const std::vector<float> values = tools::input_from_rgb<rgb_net>(photo);
+  REQUIRE(values.size() == 3 * 4 * 3);
+  for (std::size_t i = 0; i < values.size(); i += 3) {
+    CHECK(values[i] == 1.0f);
+    CHECK(values[i + 1] == 0.0f);
+    CHECK(values[i + 2] == 0.2f);
+  }
+  // Half-pixel bilinear: a 1x2 photo black | white stretched to width 4 gives 0, 1/4, 3/4, 1 (in 8 bits).
+  using row_net = network<input<u8, 1, 4, 3>, layers::pointwise<layers::pointwise_config{.out_channels = 1}>>;
+  const std::vector<float> row = tools::input_from_rgb<row_net>(tools::rgb_image{2, 1, {0, 0, 0, 255, 255, 255}});
+  REQUIRE(row.size() == 12);
+  CHECK(row[0] == 0.0f);
+  CHECK(row[3] == std::round(255.0f / 4.0f) / 255.0f);
+  CHECK(row[6] == std::round(255.0f * 3.0f / 4.0f) / 255.0f);
+  CHECK(row[9] == 1.0f);
 }
 
 }  // namespace

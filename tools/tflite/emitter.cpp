@@ -1,4 +1,4 @@
-// quantized graph -> the layer list of a static network -> header text and weights blob (see emitter.hpp).
+// graph -> the layer list of a static network -> header text and weights blob or float weights (see emitter.hpp).
 #include "mosaiq/tflite/emitter.hpp"
 
 #include <algorithm>
@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -100,10 +101,17 @@ struct byte_sink {
 // ---------------------------------------------------------------------------------------------------------------
 // Lowering.
 
+/// Float graphs lower through the same steps as quantized ones; only the payloads (float weights instead of
+/// quantized fields) and the quantization checks differ, each at the one place that writes or checks them.
 class lowering {
  public:
-  explicit lowering(const graph& g) : g_(g), canonical_(g.tensors.size()) {
+  /// `float_element`: the element type of the network a float graph becomes; none for a quantized graph.
+  lowering(const graph& g, std::optional<element_type> float_element) : g_(g), canonical_(g.tensors.size()) {
     for (std::size_t t = 0; t < canonical_.size(); ++t) canonical_[t] = static_cast<tensor_index>(t);
+    if (float_element) {
+      net_.element = *float_element;
+      net_.from_float = true;
+    }
   }
 
   emitted_network run() {
@@ -148,15 +156,26 @@ class lowering {
     return {q.scale[0], static_cast<std::int32_t>(q.zero_point.empty() ? 0 : q.zero_point[0])};
   }
 
+  /// The type of every activation of the graph: float32, or the quantized network's element type.
+  element_type activation_type() const { return net_.from_float ? element_type::float32 : net_.element; }
+
   void check_interface() {
     if (g_.inputs.size() != 1 || g_.outputs.size() != 1)
       fail("the model has ", g_.inputs.size(), " inputs and ", g_.outputs.size(),
            " outputs; mosaiq-import emits networks with one of each");
     const tensor_index in = g_.inputs[0];
     const graph_tensor& input = tensor(in);
+    if (net_.from_float) {
+      if (input.type != element_type::float32 || !input.quant.empty())
+        fail("input ", tensor_text(in), " is ", to_string(input.type), "; float import needs a float32 input");
+      if (input.shape.size() != 4) fail("input ", tensor_text(in), " is not [1,H,W,C]");
+      net_.input_shape = dims_of(in, nullptr);
+      net_.input_comment = "input " + tensor_text(in) + " float32 (quantization calibrated)";
+      return;
+    }
     if (input.type != element_type::uint8 && input.type != element_type::int8)
       fail("input ", tensor_text(in), " is ", to_string(input.type),
-           "; quantized import needs uint8 or int8 activations (float models need --calibration)");
+           "; quantized import needs uint8 or int8 activations (float models are calibrated: lower_float)");
     if (input.shape.size() != 4) fail("input ", tensor_text(in), " is not [1,H,W,C]");
     net_.element = input.type;
     net_.input_shape = dims_of(in, nullptr);
@@ -192,9 +211,9 @@ class lowering {
     const tensor_index t = op.inputs[slot];
     if (tensor(t).is_constant())
       fail(where(op), ": input ", tensor_text(t), " is a constant; mosaiq layers take activations here");
-    if (tensor(t).type != net_.element)
+    if (tensor(t).type != activation_type())
       fail(where(op), ": tensor ", tensor_text(t), " is ", to_string(tensor(t).type), ", the network is ",
-           to_string(net_.element));
+           to_string(activation_type()));
     return canonical(t);
   }
 
@@ -231,9 +250,9 @@ class lowering {
       if (op->outputs.size() != 1) fail(where(*op), ": has ", op->outputs.size(), " outputs, layers make one");
       if (is_alias(*op)) continue;
       const tensor_index out = op->outputs[0];
-      if (tensor(out).type != net_.element)
+      if (tensor(out).type != activation_type())
         fail(where(*op), ": output ", tensor_text(out), " is ", to_string(tensor(out).type), ", the network is ",
-             to_string(net_.element));
+             to_string(activation_type()));
       ops_.push_back({op, activation_inputs(*op), out, op->op == builtin::add || op->op == builtin::mul,
                       op->op == builtin::concatenation});
     }
@@ -339,6 +358,7 @@ class lowering {
 
   emitted_layer with_output_quant(const layer_op& l, const char* kind, std::string spelling) const {
     emitted_layer layer{kind, std::move(spelling), {}, {}, {}};
+    if (net_.from_float) return layer;  // calibration chooses the output quantization
     const quant_params out = per_tensor(l.output, *l.op);
     byte_sink sink{layer.payload};
     sink.put(out.scale);
@@ -350,6 +370,7 @@ class lowering {
   /// point, output quantization. `channel_axis` is the filter's output-channel dimension.
   void put_conv_weights(emitted_layer& layer, const layer_op& l, tensor_index filter, tensor_index bias,
                         std::int32_t out_channels, std::int32_t channel_axis) const {
+    if (net_.from_float) return put_float_conv_weights(layer, *l.op, filter, bias, out_channels);
     const graph_op& op = *l.op;
     const graph_tensor& f = tensor(filter);
     byte_sink sink{layer.payload};
@@ -379,6 +400,23 @@ class lowering {
     const quant_params out = per_tensor(l.output, op);
     sink.put(out.scale);
     sink.put(out.zero_point);
+  }
+
+  /// Float graphs: the filter as stored (float32 or widened float16, the quantized filter's layout) and the bias
+  /// (zeros when the op has none).
+  void put_float_conv_weights(emitted_layer& layer, const graph_op& op, tensor_index filter, tensor_index bias,
+                              std::int32_t out_channels) const {
+    const auto* values = std::get_if<std::vector<float>>(&tensor(filter).constant);
+    if (!values) fail(where(op), ": the filter ", tensor_text(filter), " must be a float constant");
+    layer.float_filter = *values;
+    if (bias < 0) {
+      layer.float_bias.assign(std::size_t(out_channels), 0.0f);
+      return;
+    }
+    const auto* bias_values = std::get_if<std::vector<float>>(&tensor(bias).constant);
+    if (!bias_values || bias_values->size() != std::size_t(out_channels))
+      fail(where(op), ": the bias ", tensor_text(bias), " must be a float constant with ", out_channels, " values");
+    layer.float_bias = *bias_values;
   }
 
   std::vector<std::int32_t> bias_values(const graph_op& op, tensor_index bias, std::int32_t out_channels) const {
@@ -477,6 +515,7 @@ class lowering {
   }
 
   void require_same_quant(const layer_op& l, const char* why) const {
+    if (net_.from_float) return;  // the network keeps the input's quantization, as TFLite requires
     if (per_tensor(l.inputs[0], *l.op) != per_tensor(l.output, *l.op))
       fail(where(*l.op), ": input ", tensor_text(l.inputs[0]), " and output ", tensor_text(l.output),
            " must share scale and zero point (", why, ")");
@@ -517,7 +556,7 @@ class lowering {
                        : o.half_pixel_centers ? "mosaiq::resize_mode::half_pixel"
                                               : "mosaiq::resize_mode::legacy";
     const bool bilinear = op.op == builtin::resize_bilinear;
-    if (bilinear && net_.element == element_type::int8)
+    if (bilinear && net_.element == element_type::int8 && !net_.from_float)
       note_once(
           "int8 RESIZE_BILINEAR: mosaiq rounds ties half up, as TFLite's int8 kernel built with "
           "TFLITE_SINGLE_ROUNDING (and XNNPACK); TFLite's default int8 build rounds negative ties away from "
@@ -535,10 +574,12 @@ class lowering {
   /// requires of quantized models.
   emitted_layer lower_probability(const layer_op& l) {
     const graph_op& op = *l.op;
-    const quant_params out = per_tensor(l.output, op);
     const std::int32_t zero = net_.element == element_type::uint8 ? 0 : -128;
-    if (out.scale != 1.0f / 256.0f || out.zero_point != zero)
-      fail(where(op), ": the output ", tensor_text(l.output), " must have scale 1/256 and zero point ", zero);
+    if (!net_.from_float) {
+      const quant_params out = per_tensor(l.output, op);
+      if (out.scale != 1.0f / 256.0f || out.zero_point != zero)
+        fail(where(op), ": the output ", tensor_text(l.output), " must have scale 1/256 and zero point ", zero);
+    }
     if (op.op == builtin::logistic) return {"logistic", "mosaiq::layers::logistic<>", {}, {}, {}};
     const float beta = std::get<softmax_options>(op.options).beta;
     const std::string config = beta == 1.0f ? "<>" : config_text("softmax_config", {".beta = " + float_literal(beta)});
@@ -567,7 +608,7 @@ class lowering {
     if (o.fused != activation::none) fail(where(op), ": a fused activation on a concatenation is not supported");
     std::string spelling = "mosaiq::layers::concat<";
     for (std::size_t k = 0; k < l.inputs.size(); ++k) {
-      per_tensor(l.inputs[k], op);
+      if (!net_.from_float) per_tensor(l.inputs[k], op);
       spelling += (k ? ", \"" : "\"") + name_of(l.inputs[k]) + "\"";
     }
     return with_output_quant(l, "concat", spelling + ">");
@@ -588,7 +629,18 @@ class lowering {
 
 result<emitted_network> lower_quantized(const graph& g) {
   try {
-    return lowering(g).run();
+    return lowering(g, std::nullopt).run();
+  } catch (const detail::import_error& e) {
+    return result<emitted_network>::failure(e.what());
+  }
+}
+
+result<emitted_network> lower_float(const graph& g, element_type element) {
+  if (element != element_type::uint8 && element != element_type::int8)
+    return result<emitted_network>::failure("a float model becomes a uint8 or int8 network, not " +
+                                            std::string(to_string(element)));
+  try {
+    return lowering(g, element).run();
   } catch (const detail::import_error& e) {
     return result<emitted_network>::failure(e.what());
   }
@@ -604,8 +656,11 @@ std::string emit_header(const emitted_network& net, const std::string& name, con
                         const std::string& blob_name) {
   std::ostringstream out;
   out << "// Generated by mosaiq-import from " << source << ". The weights are in " << blob_name << ":\n"
-      << "//   static " << name << "::network::weights w;   " << name << "::network::load(blob, w);\n"
-      << "// Each layer's comment names the TFLite operator and tensors it comes from.\n"
+      << "//   static " << name << "::network::weights w;   " << name << "::network::load(blob, w);\n";
+  if (net.from_float)
+    out << "// A float model: the quantization in " << blob_name << " comes from calibration images\n"
+        << "// (mosaiq_add_model CALIBRATION), its float weights from the file tools::load_float_weights reads.\n";
+  out << "// Each layer's comment names the TFLite operator and tensors it comes from.\n"
       << "#pragma once\n\n#include \"mosaiq/net.hpp\"\n\nnamespace " << name << " {\n\n"
       << "inline constexpr const char* weights_file = \"" << blob_name << "\";\n\n"
       << "using network = mosaiq::network<\n";
@@ -639,6 +694,28 @@ std::vector<std::uint8_t> emit_blob(const emitted_network& net) {
   sink.put(net.input_scale);
   sink.put(net.input_zero_point);
   for (const emitted_layer& layer : net.layers) blob.insert(blob.end(), layer.payload.begin(), layer.payload.end());
+  return blob;
+}
+
+std::vector<std::uint8_t> emit_float_weights(const emitted_network& net) {
+  std::vector<std::uint8_t> blob;
+  byte_sink sink{blob};
+  const char magic[8] = {'M', 'O', 'S', 'A', 'I', 'Q', 'F', 'W'};
+  blob.insert(blob.end(), magic, magic + sizeof magic);
+  const std::uint32_t version = 1, byte_order = 0x01020304;
+  for (const std::uint32_t v : {version, byte_order, std::uint32_t(net.layers.size())}) sink.put(v);
+  for (const std::int32_t v : net.input_shape) sink.put(v);
+  for (const emitted_layer& layer : net.layers) {
+    sink.put(static_cast<std::uint32_t>(layer.kind.size()));
+    blob.insert(blob.end(), layer.kind.begin(), layer.kind.end());
+    for (const std::int32_t v : layer.shape) sink.put(v);
+    sink.put(static_cast<std::uint64_t>(layer.float_filter.size()));
+    sink.put(static_cast<std::uint64_t>(layer.float_bias.size()));
+  }
+  for (const emitted_layer& layer : net.layers) {
+    sink.put_all(layer.float_filter);
+    sink.put_all(layer.float_bias);
+  }
   return blob;
 }
 

@@ -1,7 +1,11 @@
-// mosaiq-import MODEL.tflite --out-header NET.hpp --out-weights NET.mosaiq [--type i8|u8] [--name NAME]
+// mosaiq-import MODEL.tflite --out-header NET.hpp (--out-weights NET.mosaiq | --out-float-weights NET.float.mosaiq)
+//               [--type i8|u8] [--name NAME]
 // Reads a TFLite model, applies the pattern passes and writes the header that defines its static network type and
-// the weights blob that network's load() reads. Quantized (uint8/int8) models keep their scales and zero points;
-// --type, when given, must name their element type. Errors name the operator index, its op and the reason.
+// its weights. Quantized (uint8/int8) models keep their scales and zero points and give the weights blob the
+// network's load() reads (--out-weights); --type, when given, must name their element type. Float models give the
+// float weights file (--out-float-weights) that a calibrator built against the header quantizes on images into that
+// blob (mosaiq_add_model's CALIBRATION; --type i8 by default, u8 for per-tensor uint8). Errors name the operator
+// index, its op and the reason.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,21 +21,21 @@ namespace {
 namespace tfl = mosaiq::tflite;
 
 struct arguments {
-  std::string model, header, weights, type, name;
-  std::vector<std::string> calibration;
+  std::string model, header, weights, float_weights, type, name;
 };
 
 int usage(const char* program) {
   std::fprintf(stderr,
-               "usage: %s MODEL.tflite --out-header NET.hpp --out-weights NET.mosaiq [--type i8|u8] [--name NAME]\n"
-               "       [--calibration IMAGE...]\n",
+               "usage: %s MODEL.tflite --out-header NET.hpp (--out-weights NET.mosaiq | --out-float-weights FILE)\n"
+               "       [--type i8|u8] [--name NAME]\n"
+               "  --out-weights        quantized models: the weights blob NET::network::load reads\n"
+               "  --out-float-weights  float models: the float weights a calibrator quantizes (mosaiq_add_model)\n",
                program);
   return 2;
 }
 
 /// False on an unknown option or a missing value.
 bool parse(int argc, char** argv, arguments& args) {
-  bool images = false;  // plain arguments after --calibration are images
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     const auto value = [&](std::string& into) {
@@ -44,23 +48,21 @@ bool parse(int argc, char** argv, arguments& args) {
       ok = value(args.header);
     else if (arg == "--out-weights")
       ok = value(args.weights);
+    else if (arg == "--out-float-weights")
+      ok = value(args.float_weights);
     else if (arg == "--type")
       ok = value(args.type);
     else if (arg == "--name")
       ok = value(args.name);
-    else if (arg == "--calibration")
-      images = true;
     else if (arg.starts_with("--"))
       ok = false;
-    else if (images)
-      args.calibration.emplace_back(arg);
     else if (args.model.empty())
       args.model = arg;
     else
       ok = false;
     if (!ok) return false;
   }
-  return !args.model.empty() && !args.header.empty() && !args.weights.empty() &&
+  return !args.model.empty() && !args.header.empty() && (args.weights.empty() != args.float_weights.empty()) &&
          (args.type.empty() || args.type == "i8" || args.type == "u8");
 }
 
@@ -79,15 +81,20 @@ tfl::result<tfl::emitted_network> import(const arguments& args) {
   auto graph = tfl::build_graph(model.value());
   if (!graph) return failure::failure(graph.error());
   tfl::apply_emitter_patterns(graph.value());
-  const auto input = graph.value().tensors[std::size_t(graph.value().inputs.at(0))].type;
-  if (input == tfl::element_type::float32)
+  const auto& inputs = graph.value().inputs;
+  const bool float_model =
+      !inputs.empty() && graph.value().tensors[std::size_t(inputs[0])].type == tfl::element_type::float32;
+  if (float_model) {
+    if (args.float_weights.empty())
+      return failure::failure(
+          "the model is float: it needs calibration images to be quantized (mosaiq_add_model ... CALIBRATION "
+          "images...; on the command line --out-float-weights, then the calibrator)");
+    return tfl::lower_float(graph.value(), args.type == "u8" ? tfl::element_type::uint8 : tfl::element_type::int8);
+  }
+  if (args.weights.empty())
     return failure::failure(
-        "the model is float: quantizing float models from calibration images is not part of "
-        "mosaiq-import yet (see README); give a TFLite-quantized (uint8/int8) model");
-  if (!args.calibration.empty())
-    return failure::failure(
-        "the model is already quantized: its own scales and zero points are used, so "
-        "--calibration images are not needed");
+        "the model is already quantized: its own scales and zero points are used, so it needs no calibration "
+        "images (--out-weights, not --out-float-weights)");
   auto net = tfl::lower_quantized(graph.value());
   if (!net) return net;
   const char* model_type = net.value().element == tfl::element_type::uint8 ? "u8" : "i8";
@@ -107,18 +114,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\n", args.model.c_str(), net.error().c_str());
     return 1;
   }
-  const std::filesystem::path model_path(args.model), blob_path(args.weights);
+  const bool from_float = net.value().from_float;
+  const std::string& weights_path = from_float ? args.float_weights : args.weights;
+  const std::filesystem::path model_path(args.model);
   const std::string name = tfl::identifier_from(args.name.empty() ? model_path.stem().string() : args.name);
-  const std::string header =
-      tfl::emit_header(net.value(), name, model_path.filename().string(), blob_path.filename().string());
-  const std::vector<std::uint8_t> blob = tfl::emit_blob(net.value());
-  if (!write_file(args.header, header.data(), header.size()) || !write_file(args.weights, blob.data(), blob.size())) {
-    std::fprintf(stderr, "mosaiq-import: cannot write %s or %s\n", args.header.c_str(), args.weights.c_str());
+  // The network's blob is NAME.mosaiq beside the header (a float model's calibrator writes it there).
+  const std::string blob_name = from_float ? name + ".mosaiq" : std::filesystem::path(args.weights).filename().string();
+  const std::string header = tfl::emit_header(net.value(), name, model_path.filename().string(), blob_name);
+  const std::vector<std::uint8_t> blob =
+      from_float ? tfl::emit_float_weights(net.value()) : tfl::emit_blob(net.value());
+  if (!write_file(args.header, header.data(), header.size()) || !write_file(weights_path, blob.data(), blob.size())) {
+    std::fprintf(stderr, "mosaiq-import: cannot write %s or %s\n", args.header.c_str(), weights_path.c_str());
     return 1;
   }
   for (const std::string& note : net.value().notes)
     std::fprintf(stderr, "%s: note: %s\n", args.model.c_str(), note.c_str());
-  std::printf("%s: %zu layers -> %s, %zu bytes -> %s\n", args.model.c_str(), net.value().layers.size(),
-              args.header.c_str(), blob.size(), args.weights.c_str());
+  std::printf("%s: %zu layers -> %s, %zu bytes%s -> %s\n", args.model.c_str(), net.value().layers.size(),
+              args.header.c_str(), blob.size(), from_float ? " of float weights" : "", weights_path.c_str());
   return 0;
 }

@@ -1,8 +1,10 @@
-// The importer's last stage: a quantized graph (after the pattern passes) -> the layer list of a static
-// mosaiq::network, then (a) a C++ header that spells it, one layer per line with the source tensor names as
-// comments, and (b) the weights blob its network::load reads (the layout network::save writes: header naming the
-// element type, rounding, input shape and every layer's kind, output shape and payload size, then the input
-// quantization and each layer's weight fields in order).
+// The importer's last stage: a graph (after the pattern passes) -> the layer list of a static mosaiq::network,
+// then (a) a C++ header that spells it, one layer per line with the source tensor names as comments, and (b) its
+// weights. A quantized graph gives the weights blob its network::load reads (the layout network::save writes:
+// header naming the element type, rounding, input shape and every layer's kind, output shape and payload size, then
+// the input quantization and each layer's weight fields in order). A float graph lowers to the same layer list (one
+// lowering: only the payloads differ) and gives the float weights file tools::load_float_weights reads
+// (tools/float_blob.hpp), which a calibrator quantizes on images into the weights blob (cmake/MosaiqModel.cmake).
 //
 // Branches become taps and froms: a tensor read anywhere but as the current tensor of the very next layer is
 // tapped right after it is made (as "t<file tensor index>"), and a layer whose input is not the current tensor
@@ -27,10 +29,13 @@ struct emitted_layer {
   std::string comment;                  // where it comes from: operator index, op name, tensor names and shapes
   std::array<std::int32_t, 3> shape{};  // output height, width, channels (tap, from: the tensor they name)
   std::vector<std::uint8_t> payload;    // the weight fields, in the order and layout network::save writes them
+  /// Float graphs: a conv-like layer's float filter (in the quantized filter's layout) and bias, the payload empty.
+  std::vector<float> float_filter{}, float_bias{};
 };
 
 struct emitted_network {
   element_type element = element_type::uint8;  // uint8 or int8
+  bool from_float = false;                     // lowered from a float graph: float weights, no quantization yet
   std::array<std::int32_t, 3> input_shape{};
   float input_scale = 1.0f;
   std::int32_t input_zero_point = 0;
@@ -44,6 +49,10 @@ struct emitted_network {
 /// file gives it). Run apply_quantized_patterns first.
 result<emitted_network> lower_quantized(const graph& g);
 
+/// Lowers a float32 graph to the layer list lower_quantized would give the same graph quantized, for a network of
+/// `element` (uint8 or int8): float weights (float16 widened), no quantization (calibration chooses it).
+result<emitted_network> lower_float(const graph& g, element_type element);
+
 /// The pattern passes that lead to layers mosaiq has: activation fusion (and, for float graphs, batch norm folding
 /// and hard-swish recognition). Squeeze-and-excitation blocks stay as their ops (pool, 1x1s, logistic, mul), which
 /// are layers themselves.
@@ -55,6 +64,9 @@ std::string emit_header(const emitted_network& net, const std::string& name, con
 
 /// The weights blob network::load reads for the network emit_header spells.
 std::vector<std::uint8_t> emit_blob(const emitted_network& net);
+
+/// The float weights file of a network lowered from a float graph (layout in tools/float_blob.hpp).
+std::vector<std::uint8_t> emit_float_weights(const emitted_network& net);
 
 /// A name usable as a C++ namespace ("selfie-256" -> "selfie_256"; a leading digit gets a "model_" prefix).
 std::string identifier_from(const std::string& text);
