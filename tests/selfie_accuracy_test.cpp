@@ -3,9 +3,10 @@
 // (per-channel filters) and u8 (per-tensor filters) networks. Each quantized network's person mask is compared with
 // the float twin of the same generated network (tools::float_runner on the float weights mosaiq-import wrote) on
 // the same six photos: mean IoU of the masks at 0.5 and mean |probability difference|. Calibration clips ranges at
-// the 99.9th percentile (tests/CMakeLists.txt). The bounds are what this reaches, with margin (measured: i8 256x256
-// IoU 0.863 |dp| 0.040, 144x256 0.918 / 0.021; u8 0.849 / 0.046 and 0.941 / 0.028): below issue 19's 0.97 / 0.02
-// for i8, see docs/decisions.md.
+// the 99.9th percentile (tests/CMakeLists.txt), the logits and gate inputs only logistic reads at its saturation.
+// i8 144x256 meets issue 19's figures (IoU >= 0.97, |dp| <= 0.02), asserted as they are; the others assert what
+// they reach, with margin (measured: i8 256x256 IoU 0.953 |dp| 0.028; u8 256x256 0.935 / 0.038, 144x256
+// 0.973 / 0.025): i8 256x256 is still below 0.97 / 0.02, see docs/decisions.md.
 //
 // Without the npm packages at configure time (MOSAIQ_SELFIE_DIR, MOSAIQ_FACE_API_DIR) the binary is built from
 // the MOSAIQ_SELFIE_ABSENT branch, which says so and exits 77 (ctest: skipped).
@@ -126,23 +127,23 @@ void check_against_float_twin(const char* name, const char* float_weights_path, 
 
 TEST_CASE("selfie segmentation 256x256, i8 per-channel: the mask agrees with the float twin") {
   check_against_float_twin<selfie_256_i8::network>("selfie_256_i8", MOSAIQ_MODEL_SELFIE_256_I8_FLOAT_WEIGHTS,
-                                                   MOSAIQ_MODEL_SELFIE_256_I8_WEIGHTS, {0.84, 0.05});
+                                                   MOSAIQ_MODEL_SELFIE_256_I8_WEIGHTS, {0.94, 0.035});
 }
 
 TEST_CASE("selfie segmentation 144x256, i8 per-channel: the mask agrees with the float twin") {
   check_against_float_twin<selfie_144x256_i8::network>("selfie_144x256_i8",
                                                        MOSAIQ_MODEL_SELFIE_144X256_I8_FLOAT_WEIGHTS,
-                                                       MOSAIQ_MODEL_SELFIE_144X256_I8_WEIGHTS, {0.90, 0.03});
+                                                       MOSAIQ_MODEL_SELFIE_144X256_I8_WEIGHTS, {0.97, 0.02});
 }
 
 TEST_CASE("selfie segmentation 256x256, u8 per-tensor: the mask agrees with the float twin") {
   check_against_float_twin<selfie_256_u8::network>("selfie_256_u8", MOSAIQ_MODEL_SELFIE_256_U8_FLOAT_WEIGHTS,
-                                                   MOSAIQ_MODEL_SELFIE_256_U8_WEIGHTS, {0.82, 0.055});
+                                                   MOSAIQ_MODEL_SELFIE_256_U8_WEIGHTS, {0.92, 0.045});
 }
 
 TEST_CASE("selfie segmentation 144x256, u8 per-tensor: the mask agrees with the float twin") {
   check_against_float_twin<selfie_144x256_u8::network>("selfie_144x256_u8",
                                                        MOSAIQ_MODEL_SELFIE_144X256_U8_FLOAT_WEIGHTS,
-                                                       MOSAIQ_MODEL_SELFIE_144X256_U8_WEIGHTS, {0.92, 0.035});
+                                                       MOSAIQ_MODEL_SELFIE_144X256_U8_WEIGHTS, {0.96, 0.03});
 }
 #endif

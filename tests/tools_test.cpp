@@ -599,6 +599,25 @@ void check_gate_quantization() {
   }
 }
 
+TEST_CASE("tools: ranges of tensors only logistic reads are clipped to its saturation") {
+  using net = gate_net<u8>;
+  // Tensor 3 (the whole-map mean) is read by the logistic alone; 2 by the mean and the mul, 4 by the mul, 6 is
+  // the output, 0 the input.
+  CHECK(tools::read_only_by_logistic<net>(3));
+  for (const int t : {0, 1, 2, 4, 5, 6}) CHECK_FALSE(tools::read_only_by_logistic<net>(t));
+  std::array<tools::float_range, net::tensor_count> ranges{};
+  for (auto& r : ranges) r = {-100.0f, 50.0f};
+  tools::clip_logistic_inputs<net>(ranges);
+  CHECK(ranges[3] == tools::float_range{-tools::logistic_saturation, tools::logistic_saturation});
+  for (const std::size_t t : {0, 1, 2, 4, 5, 6}) CHECK(ranges[t] == tools::float_range{-100.0f, 50.0f});
+  // The clip loses nothing: beyond it the sigmoid is within half of the fixed 1/256 step of 0 or 1.
+  CHECK(256.0 / (1.0 + std::exp(-double(tools::logistic_saturation))) >= 255.5);
+  // A tensor that is also a named output keeps its range.
+  using named_logits = network<input<u8, 2, 2, 1>, layers::pointwise<layers::pointwise_config{.out_channels = 1}>,
+                               layers::output<"logits">, layers::logistic<>>;
+  CHECK_FALSE(tools::read_only_by_logistic<named_logits>(1));
+}
+
 TEST_CASE("tools: the selfie layer kinds quantize with TFLite's fixed logistic output, u8 and i8") {
   check_gate_quantization<u8>();
   check_gate_quantization<i8>();

@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mosaiq/core/error.hpp"
@@ -207,6 +209,56 @@ std::array<float_range, Net::tensor_count> calibrate(const float_weights<Net>& w
   calibrator<Net> c(options);
   for (const auto& sample : samples) c.observe(w, std::span<const float>(sample));
   return c.ranges();
+}
+
+/// Logistic's quantized output has the fixed scale 1/256, so inputs beyond +-ln(511) (where the
+/// sigmoid is within half a step of 0 or 1) all give its end values. A tensor that only logistic
+/// layers read therefore needs no wider range: clipping it there keeps the outputs and makes the
+/// steps near 0, where a gate or a mask decides, as fine as they can be (a segmentation head's logits
+/// span hundreds, which would leave the mask a few distinct probabilities).
+inline constexpr float logistic_saturation = 6.25f;
+
+/// Whether tensor t is read, and only by logistic layers (never the network output, a named output
+/// or another op).
+template <class Net>
+constexpr bool read_only_by_logistic(int t) noexcept {
+  if (t <= 0 || std::size_t(t) + 1 >= Net::tensor_count) return false;  // the input, the output
+  bool read = false, only_logistic = true;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using Layer = typename Net::template layer<I>;
+          constexpr layer_node node = Net::topology.layers[I];
+          if constexpr (Layer::role == layer_role::op) {
+            for (int k = 0; k < node.input_count; ++k)
+              if (node.inputs[std::size_t(k)] == t) {
+                read = true;
+                only_logistic = only_logistic && Layer::kind == std::string_view("logistic");
+              }
+          } else if constexpr (Layer::kind == std::string_view("output")) {
+            if (node.output == t) only_logistic = false;
+          }
+        }(),
+        ...);
+  }
+  (std::make_index_sequence<Net::layer_count>{});
+  return read && only_logistic;
+}
+
+/// Clips the range of every tensor only logistic layers read to +-logistic_saturation.
+template <class Net>
+void clip_logistic_inputs(std::array<float_range, Net::tensor_count>& ranges) noexcept {
+  [&]<std::size_t... T>(std::index_sequence<T...>) {
+    (
+        [&] {
+          if constexpr (read_only_by_logistic<Net>(int(T))) {
+            ranges[T].min = std::max(ranges[T].min, -logistic_saturation);
+            ranges[T].max = std::min(ranges[T].max, logistic_saturation);
+          }
+        }(),
+        ...);
+  }
+  (std::make_index_sequence<Net::tensor_count>{});
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools
