@@ -91,6 +91,14 @@ foreach(symbol IN LISTS shared_other)
 endforeach()
 
 # The kept copies of the shared symbols: the lowest defining target's code.
+# llvm-objdump (the clang builds' CMAKE_OBJDUMP) spells --disassemble=SYMBOL and its output differently; GNU
+# objdump reads clang's objects too.
+if(OBJDUMP MATCHES "llvm-objdump")
+  find_program(gnu_objdump NAMES objdump)
+  if(gnu_objdump)
+    set(OBJDUMP ${gnu_objdump})
+  endif()
+endif()
 if(DEFINED EXECUTABLE AND shared_other)
   set(too_high 0)
   set(checked 0)
