@@ -675,22 +675,34 @@ std::string emit_header(const emitted_network& net, const std::string& name, con
   return out.str();
 }
 
-std::vector<std::uint8_t> emit_blob(const emitted_network& net) {
-  std::vector<std::uint8_t> blob;
+/// The start both weights files share: magic, version, byte order, the header fields, the input shape, and per
+/// layer its kind, output shape and the sizes `layer_sizes` writes.
+template <class LayerSizes>
+std::vector<std::uint8_t> blob_header(const char (&magic)[9], std::initializer_list<std::uint32_t> fields,
+                                      const emitted_network& net, LayerSizes layer_sizes) {
+  std::vector<std::uint8_t> blob(magic, magic + 8);
   byte_sink sink{blob};
-  const char magic[8] = {'M', 'O', 'S', 'A', 'I', 'Q', 'N', 'W'};
-  blob.insert(blob.end(), magic, magic + sizeof magic);
-  const std::uint32_t version = 1, byte_order = 0x01020304, element = net.element == element_type::uint8 ? 0 : 1;
-  const std::uint32_t rounding_mode = 0;  // rounding::tflite_reference, mosaiq::input's default
-  for (const std::uint32_t v : {version, byte_order, element, rounding_mode, std::uint32_t(net.layers.size())})
-    sink.put(v);
+  const std::uint32_t version = 1, byte_order = 0x01020304;
+  for (const std::uint32_t v : {version, byte_order}) sink.put(v);
+  for (const std::uint32_t v : fields) sink.put(v);
+  sink.put(std::uint32_t(net.layers.size()));
   for (const std::int32_t v : net.input_shape) sink.put(v);
   for (const emitted_layer& layer : net.layers) {
     sink.put(static_cast<std::uint32_t>(layer.kind.size()));
     blob.insert(blob.end(), layer.kind.begin(), layer.kind.end());
     for (const std::int32_t v : layer.shape) sink.put(v);
-    sink.put(static_cast<std::uint64_t>(layer.payload.size()));
+    layer_sizes(sink, layer);
   }
+  return blob;
+}
+
+std::vector<std::uint8_t> emit_blob(const emitted_network& net) {
+  const std::uint32_t element = net.element == element_type::uint8 ? 0 : 1;
+  const std::uint32_t rounding_mode = 0;  // rounding::tflite_reference, mosaiq::input's default
+  std::vector<std::uint8_t> blob = blob_header(
+      "MOSAIQNW", {element, rounding_mode}, net,
+      [](byte_sink& sink, const emitted_layer& layer) { sink.put(static_cast<std::uint64_t>(layer.payload.size())); });
+  byte_sink sink{blob};
   sink.put(net.input_scale);
   sink.put(net.input_zero_point);
   for (const emitted_layer& layer : net.layers) blob.insert(blob.end(), layer.payload.begin(), layer.payload.end());
@@ -698,20 +710,11 @@ std::vector<std::uint8_t> emit_blob(const emitted_network& net) {
 }
 
 std::vector<std::uint8_t> emit_float_weights(const emitted_network& net) {
-  std::vector<std::uint8_t> blob;
-  byte_sink sink{blob};
-  const char magic[8] = {'M', 'O', 'S', 'A', 'I', 'Q', 'F', 'W'};
-  blob.insert(blob.end(), magic, magic + sizeof magic);
-  const std::uint32_t version = 1, byte_order = 0x01020304;
-  for (const std::uint32_t v : {version, byte_order, std::uint32_t(net.layers.size())}) sink.put(v);
-  for (const std::int32_t v : net.input_shape) sink.put(v);
-  for (const emitted_layer& layer : net.layers) {
-    sink.put(static_cast<std::uint32_t>(layer.kind.size()));
-    blob.insert(blob.end(), layer.kind.begin(), layer.kind.end());
-    for (const std::int32_t v : layer.shape) sink.put(v);
+  std::vector<std::uint8_t> blob = blob_header("MOSAIQFW", {}, net, [](byte_sink& sink, const emitted_layer& layer) {
     sink.put(static_cast<std::uint64_t>(layer.float_filter.size()));
     sink.put(static_cast<std::uint64_t>(layer.float_bias.size()));
-  }
+  });
+  byte_sink sink{blob};
   for (const emitted_layer& layer : net.layers) {
     sink.put_all(layer.float_filter);
     sink.put_all(layer.float_bias);
