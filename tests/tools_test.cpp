@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <span>
 #include <string_view>
@@ -599,23 +600,45 @@ void check_gate_quantization() {
   }
 }
 
-TEST_CASE("tools: ranges of tensors only logistic reads are clipped to its saturation") {
+TEST_CASE("tools: ranges are clipped to the values their readers tell apart (logistic, hard swish)") {
   using net = gate_net<u8>;
-  // Tensor 3 (the whole-map mean) is read by the logistic alone; 2 by the mean and the mul, 4 by the mul, 6 is
-  // the output, 0 the input.
-  CHECK(tools::read_only_by_logistic<net>(3));
-  for (const int t : {0, 1, 2, 4, 5, 6}) CHECK_FALSE(tools::read_only_by_logistic<net>(t));
+  constexpr float unbounded = std::numeric_limits<float>::infinity();
+  constexpr tools::float_range everything{-unbounded, unbounded};
+  // Tensor 1 (the pointwise output) is read by hard swish alone, 3 (the whole-map mean) by the logistic alone; 2 by
+  // the mean and the mul, 4 and 5 by the mul and the transpose conv, 6 is the output, 0 the input.
+  CHECK(tools::distinguished_values<net>(1) == tools::float_range{tools::hard_swish_floor, unbounded});
+  CHECK(tools::distinguished_values<net>(3) ==
+        tools::float_range{-tools::logistic_saturation, tools::logistic_saturation});
+  for (const int t : {0, 2, 4, 5, 6}) CHECK(tools::distinguished_values<net>(t) == everything);
   std::array<tools::float_range, net::tensor_count> ranges{};
   for (auto& r : ranges) r = {-100.0f, 50.0f};
-  tools::clip_logistic_inputs<net>(ranges);
+  tools::clip_to_readers<net>(ranges);
+  CHECK(ranges[1] == tools::float_range{tools::hard_swish_floor, 50.0f});
   CHECK(ranges[3] == tools::float_range{-tools::logistic_saturation, tools::logistic_saturation});
-  for (const std::size_t t : {0, 1, 2, 4, 5, 6}) CHECK(ranges[t] == tools::float_range{-100.0f, 50.0f});
-  // The clip loses nothing: beyond it the sigmoid is within half of the fixed 1/256 step of 0 or 1.
+  for (const std::size_t t : {0, 2, 4, 5, 6}) CHECK(ranges[t] == tools::float_range{-100.0f, 50.0f});
+  // A tensor whose values all lie beyond the window keeps one value for them: the window's edge.
+  ranges[1] = {-90.0f, -20.0f};
+  tools::clip_to_readers<net>(ranges);
+  CHECK(ranges[1] == tools::float_range{tools::hard_swish_floor, tools::hard_swish_floor});
+  // The clips lose nothing: beyond +-6.25 the sigmoid is within half of the fixed 1/256 step of 0 or 1, and hard
+  // swish is 0 at and below -3.
   CHECK(256.0 / (1.0 + std::exp(-double(tools::logistic_saturation))) >= 255.5);
-  // A tensor that is also a named output keeps its range.
+  const auto hard_swish = [](double x) { return x * std::clamp(x + 3.0, 0.0, 6.0) / 6.0; };
+  CHECK(hard_swish(double(tools::hard_swish_floor)) == 0.0);
+  CHECK(hard_swish(double(tools::hard_swish_floor) - 40.0) == 0.0);
+  // A tensor that is also a named output keeps its range; one read by a logistic and a hard swish gets the hull of
+  // both windows, and one read by hard swish and another op everything.
   using named_logits = network<input<u8, 2, 2, 1>, layers::pointwise<layers::pointwise_config{.out_channels = 1}>,
                                layers::output<"logits">, layers::logistic<>>;
-  CHECK_FALSE(tools::read_only_by_logistic<named_logits>(1));
+  CHECK(tools::distinguished_values<named_logits>(1) == everything);
+  using shared =
+      network<input<u8, 2, 2, 1>, layers::pointwise<layers::pointwise_config{.out_channels = 1}>, layers::tap<"x">,
+              layers::logistic<>, layers::from<"x">, layers::hard_swish<>, layers::add<"x">>;
+  CHECK(tools::distinguished_values<shared>(1) == everything);
+  using gated =
+      network<input<u8, 2, 2, 1>, layers::pointwise<layers::pointwise_config{.out_channels = 1}>, layers::tap<"x">,
+              layers::logistic<>, layers::tap<"g">, layers::from<"x">, layers::hard_swish<>, layers::mul<"g">>;
+  CHECK(tools::distinguished_values<gated>(1) == tools::float_range{-tools::logistic_saturation, unbounded});
 }
 
 TEST_CASE("tools: the selfie layer kinds quantize with TFLite's fixed logistic output, u8 and i8") {

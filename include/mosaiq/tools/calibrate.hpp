@@ -217,13 +217,29 @@ std::array<float_range, Net::tensor_count> calibrate(const float_weights<Net>& w
 /// steps near 0, where a gate or a mask decides, as fine as they can be (a segmentation head's logits
 /// span hundreds, which would leave the mask a few distinct probabilities).
 inline constexpr float logistic_saturation = 6.25f;
+/// Hard swish, x * relu6(x + 3) / 6, is 0 for every x at or below -3: a pre-activation tensor only
+/// hard swish reads needs no range below it (a stem convolution's outputs reach -100 and more).
+inline constexpr float hard_swish_floor = -3.0f;
 
-/// Whether tensor t is read, and only by logistic layers (never the network output, a named output
-/// or another op).
+/// The inputs a layer of kind `kind` tells apart: beyond them its output is constant. Unbounded for
+/// every kind but logistic and hard swish.
+constexpr float_range distinguished_inputs(std::string_view kind) noexcept {
+  constexpr float unbounded = std::numeric_limits<float>::infinity();
+  if (kind == "logistic") return {-logistic_saturation, logistic_saturation};
+  if (kind == "hard_swish") return {hard_swish_floor, unbounded};
+  return {-unbounded, unbounded};
+}
+
+/// The values of tensor t that its readers tell apart: the hull of distinguished_inputs over every
+/// layer that reads t; unbounded for the input, the output and a named output, and for a tensor
+/// nothing reads.
 template <class Net>
-constexpr bool read_only_by_logistic(int t) noexcept {
-  if (t <= 0 || std::size_t(t) + 1 >= Net::tensor_count) return false;  // the input, the output
-  bool read = false, only_logistic = true;
+constexpr float_range distinguished_values(int t) noexcept {
+  constexpr float unbounded = std::numeric_limits<float>::infinity();
+  constexpr float_range everything{-unbounded, unbounded};
+  if (t <= 0 || std::size_t(t) + 1 >= Net::tensor_count) return everything;
+  float_range hull{unbounded, -unbounded};
+  bool read = false, named = false;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
@@ -233,28 +249,33 @@ constexpr bool read_only_by_logistic(int t) noexcept {
             for (int k = 0; k < node.input_count; ++k)
               if (node.inputs[std::size_t(k)] == t) {
                 read = true;
-                only_logistic = only_logistic && Layer::kind == std::string_view("logistic");
+                const float_range window = distinguished_inputs(Layer::kind);
+                hull = {std::min(hull.min, window.min), std::max(hull.max, window.max)};
               }
           } else if constexpr (Layer::kind == std::string_view("output")) {
-            if (node.output == t) only_logistic = false;
+            named = named || node.output == t;
           }
         }(),
         ...);
   }
   (std::make_index_sequence<Net::layer_count>{});
-  return read && only_logistic;
+  return read && !named ? hull : everything;
 }
 
-/// Clips the range of every tensor only logistic layers read to +-logistic_saturation.
+/// Clips every tensor's range to the values its readers tell apart (distinguished_values): the
+/// logits and gate inputs only logistic reads to +-logistic_saturation, the pre-activations only hard
+/// swish reads to hard_swish_floor below. The quantized outputs of those readers stay what they were;
+/// the steps get finer.
 template <class Net>
-void clip_logistic_inputs(std::array<float_range, Net::tensor_count>& ranges) noexcept {
+void clip_to_readers(std::array<float_range, Net::tensor_count>& ranges) noexcept {
   [&]<std::size_t... T>(std::index_sequence<T...>) {
     (
         [&] {
-          if constexpr (read_only_by_logistic<Net>(int(T))) {
-            ranges[T].min = std::max(ranges[T].min, -logistic_saturation);
-            ranges[T].max = std::min(ranges[T].max, logistic_saturation);
-          }
+          constexpr float_range window = distinguished_values<Net>(int(T));
+          ranges[T].min = std::max(ranges[T].min, window.min);
+          ranges[T].max = std::min(ranges[T].max, window.max);
+          // Every value beyond the window (e.g. a map all below -3): one value stands for them.
+          ranges[T].max = std::max(ranges[T].max, ranges[T].min);
         }(),
         ...);
   }

@@ -61,8 +61,8 @@ struct model_calibration_options {
   calibration_options ranges{};
   /// u8 filters: min/max or the MSE-best range (int8 filters are per channel, always min/max).
   weight_range u8_filters = weight_range::min_max;
-  /// Ranges of tensors only logistic layers read clipped to its saturation (clip_logistic_inputs).
-  bool clip_logistic_inputs = true;
+  /// Ranges clipped to the values their readers tell apart (clip_to_readers: logistic, hard swish).
+  bool clip_to_readers = true;
 };
 
 /// Net's quantized weights from its float weights and calibration samples (inputs of Net::input_shape, e.g.
@@ -74,7 +74,7 @@ std::unique_ptr<typename Net::weights> calibrate_model(const float_weights<Net>&
                                                        const model_calibration_options& options = {}) {
   if (!require(!samples.empty(), errc::invalid_argument, "calibrate_model: no calibration samples")) return nullptr;
   auto ranges = calibrate<Net>(fw, samples, options.ranges);
-  if (options.clip_logistic_inputs) clip_logistic_inputs<Net>(ranges);
+  if (options.clip_to_readers) clip_to_readers<Net>(ranges);
   const quantize_options quantization{.input = activation_quant<typename Net::element_type>({0.0f, 1.0f}),
                                       .u8_filters = options.u8_filters};
   return quantize_network<Net>(fw, ranges, quantization);
@@ -96,7 +96,7 @@ inline std::optional<std::vector<std::byte>> read_bytes(const std::string& path)
 /// A photo decoder: the image, or nullopt after printing why.
 using rgb_loader = std::function<std::optional<rgb_image>(const std::string& path)>;
 
-/// The calibrator's command line: FLOAT_WEIGHTS OUT_BLOB [--percentile P] [--mse-u8-filters] [--keep-logistic-ranges]
+/// The calibrator's command line: FLOAT_WEIGHTS OUT_BLOB [--percentile P] [--mse-u8-filters] [--keep-saturated-ranges]
 /// IMAGE... Reads the float weights mosaiq-import wrote for Net, calibrates on the images and writes Net's weights
 /// blob. Returns the process exit code (0 on success); says what failed on stderr.
 template <class Net>
@@ -106,7 +106,7 @@ int calibrator_main(int argc, char** argv, const rgb_loader& load) {
     return 1;
   };
   if (argc < 4)
-    return fail("usage: FLOAT_WEIGHTS OUT_BLOB [--percentile P] [--mse-u8-filters] [--keep-logistic-ranges] IMAGE...");
+    return fail("usage: FLOAT_WEIGHTS OUT_BLOB [--percentile P] [--mse-u8-filters] [--keep-saturated-ranges] IMAGE...");
   model_calibration_options options;
   std::vector<std::string> images;
   for (int i = 3; i < argc; ++i) {
@@ -116,8 +116,8 @@ int calibrator_main(int argc, char** argv, const rgb_loader& load) {
       options.ranges.percentile = std::stod(argv[++i]);
     } else if (arg == "--mse-u8-filters") {
       options.u8_filters = weight_range::mse;
-    } else if (arg == "--keep-logistic-ranges") {
-      options.clip_logistic_inputs = false;
+    } else if (arg == "--keep-saturated-ranges") {
+      options.clip_to_readers = false;
     } else {
       images.emplace_back(arg);
     }
