@@ -17,6 +17,9 @@
 // mosaiq row of the same run (also computed by bench/ratios.py from the JSON). With
 // MOSAIQ_BENCH_PROFILE=<runs> set, both are also timed layer by layer and printed side by side.
 //
+// selfie_{256,144x256}_{u8,i8}: MediaPipe's selfie segmentation models, one thread, in their own translation unit
+// (bench/network_selfie.cpp), built when CMake finds the npm packages; shared helpers are in network_rows.hpp.
+//
 // `<case>_banded` rows run the same weights through the network's row-band plan (net/bands.hpp, one
 // thread), checked byte for byte against layer by layer; `--memory_table` prints the peak activation
 // memory of each plan beside XNNPACK's op-by-op buffers and TFLite's arena planner, and exits.
@@ -40,75 +43,16 @@
 #include "../examples/portrait_segmentation/portrait_net.hpp"
 #include "baselines.hpp"
 #include "common.hpp"
+#include "network_rows.hpp"
 #if MOSAIQ_BENCH_XNNPACK
 #include "xnnpack_net.hpp"
+#endif
+#if MOSAIQ_BENCH_SELFIE
+#include "network_selfie.hpp"
 #endif
 
 namespace mosaiq::bench {
 namespace {
-
-/// CPU time of the calling thread, the clock Google Benchmark reports.
-double thread_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
-}
-
-/// The clock of a row: the calling thread's CPU time on one thread, wall-clock time on several.
-double frame_clock_ms(int threads) {
-  if (threads == 1) return thread_cpu_ms();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-/// A mosaiq network row's memory counters: arena, peak live bytes, plan efficiency, weights.
-template <class Net>
-void memory_counters(benchmark::State& s, double) {
-  s.counters["arena_bytes"] = double(Net::arena_bytes);
-  s.counters["peak_live_bytes"] = double(Net::peak_live_bytes);
-  s.counters["plan_efficiency"] = Net::plan_efficiency;
-  s.counters["weight_bytes"] = double(Net::weight_bytes);
-}
-
-/// One-thread rows time the calling thread's CPU time; N-thread rows wall-clock time (Google Benchmark
-/// appends `/real_time` to their names; bench/ratios.py reads them as `<case>_t<N>`).
-benchmark::internal::Benchmark* with_clock(int threads, benchmark::internal::Benchmark* row) {
-  row->Unit(benchmark::kMillisecond);
-  return threads > 1 ? row->UseRealTime() : row;
-}
-
-/// Case names: today's rows are the one-thread rows; N threads append `_t<N>`.
-std::string threads_suffix(int threads) { return threads == 1 ? "" : "_t" + std::to_string(threads); }
-
-/// A mosaiq thread pool and a pthreadpool of N threads, made on first use and kept for the run.
-struct thread_pools {
-  explicit thread_pools(int n) : threads(n) {}
-  int threads = 1;
-  std::unique_ptr<thread_pool> mosaiq;
-#if MOSAIQ_BENCH_XNNPACK
-  std::unique_ptr<pthreadpool, decltype(&pthreadpool_destroy)> xnnpack{nullptr, &pthreadpool_destroy};
-#endif
-  thread_pool& mosaiq_pool() {
-    if (!mosaiq) mosaiq = std::make_unique<thread_pool>(threads);
-    return *mosaiq;
-  }
-#if MOSAIQ_BENCH_XNNPACK
-  /// nullptr (the calling thread) for one thread, as the one-thread rows always ran.
-  pthreadpool_t xnnpack_pool() {
-    if (threads > 1 && !xnnpack) xnnpack.reset(pthreadpool_create(static_cast<std::size_t>(threads)));
-    return xnnpack.get();
-  }
-#endif
-};
-
-/// The XNNPACK twin of a network, built (and checked against mosaiq) by the first XNNPACK row of any
-/// thread count.
-template <class Net>
-struct twin_state {
-#if MOSAIQ_BENCH_XNNPACK
-  std::optional<xnnpack::network_twin<Net>> twin;
-  std::string error, label;
-#endif
-};
 
 template <quantized_element T>
 struct portrait_problem {
@@ -137,53 +81,6 @@ struct portrait_problem {
   }
   static std::string case_name() { return std::string("portrait_256_") + std::string(element_name<T>()); }
 };
-
-/// Times `run` per frame (ms), with GMAC/s and the memory counters.
-template <class Run, class Counters>
-void time_frames(benchmark::State& state, int threads, Run&& run, std::uint64_t macs, Counters&& counters,
-                 double* ms_per_frame) {
-  const double start = frame_clock_ms(threads);
-  for (auto _ : state) {
-    run();
-    benchmark::ClobberMemory();
-  }
-  const double ms = (frame_clock_ms(threads) - start) / double(state.iterations());
-  if (ms_per_frame != nullptr) *ms_per_frame = ms;
-  state.counters["GMAC/s"] =
-      benchmark::Counter(static_cast<double>(macs) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  counters(state, ms);
-}
-
-#if MOSAIQ_BENCH_XNNPACK
-/// With MOSAIQ_BENCH_PROFILE=<runs> in the environment: mosaiq's and XNNPACK's time per layer side by
-/// side on stderr (steady clock around each layer, so it adds a little per layer to both).
-template <class Problem, class Twin>
-void print_layer_comparison(Problem& p, const Twin& twin) {
-  using net = typename Problem::net;
-  const char* env = std::getenv("MOSAIQ_BENCH_PROFILE");
-  if (env == nullptr) return;
-  const int runs = std::max(1, std::atoi(env));
-  const auto mine = profile<net>(
-      *p.prepared, tensor_view<const typename net::element_type>(p.input.data(), net::input_shape),
-      tensor_view<typename net::element_type>(p.output.data(), net::output_shape), p.arena.span(), runs, nullptr);
-  const std::vector<double> theirs = twin.ops->profile(runs, net::layer_count);
-  std::fprintf(stderr, "\n%s, per layer (ms, average of %d runs)\n", Problem::case_name().c_str(), runs);
-  std::fprintf(
-      stderr,
-      "| # | op | output | MACs | mosaiq ms | xnnpack ms | xnnpack/mosaiq |\n|---|---|---|---:|---:|---:|---:|\n");
-  double total_mine = 0, total_theirs = 0;
-  for (std::size_t i = 0; i < net::layer_count; ++i) {
-    if (net::topology.layers[i].role != layer_role::op) continue;
-    const shape s = net::layer_shapes[i];
-    total_mine += mine.layer_ms[i], total_theirs += theirs[i];
-    std::fprintf(stderr, "| %zu | %s | %dx%dx%d | %llu | %.4f | %.4f | %.2f |\n", i, layer_kind<net>(i).data(),
-                 s.height, s.width, s.channels, static_cast<unsigned long long>(net::layer_macs[i]), mine.layer_ms[i],
-                 theirs[i], mine.layer_ms[i] > 0 ? theirs[i] / mine.layer_ms[i] : 0.0);
-  }
-  std::fprintf(stderr, "| | total | | %llu | %.4f | %.4f | %.2f |\n\n", static_cast<unsigned long long>(net::macs),
-               total_mine, total_theirs, total_theirs / total_mine);
-}
-#endif
 
 template <quantized_element T, class Get>
 void register_portrait_rows(Get get, std::shared_ptr<thread_pools> pools,
@@ -380,20 +277,7 @@ struct face_problem {
 };
 
 template <quantized_element T>
-struct face_shared {
-  std::optional<face_problem<T>> p;
-  std::string error;
-  face_problem<T>* get() {
-    if (!p && error.empty()) {
-      try {
-        p.emplace();
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-    }
-    return p ? &*p : nullptr;
-  }
-};
+using face_shared = lazy_problem<face_problem<T>>;
 
 template <quantized_element T>
 void register_face_rows(std::shared_ptr<face_shared<T>> shared, std::shared_ptr<thread_pools> pools,
@@ -462,14 +346,6 @@ void register_face_rows(std::shared_ptr<face_shared<T>> shared, std::shared_ptr<
              }));
 #endif
 }
-
-/// The same network on another input type (the layers unchanged): the banded plan of a network.
-template <class Net, class Input>
-struct on_input;
-template <class Old, layer_descriptor... Layers, class Input>
-struct on_input<network<Old, Layers...>, Input> {
-  using type = network<Input, Layers...>;
-};
 
 /// The face detector's banded plan: the first layers (the 256x256 and 128x128 maps) run in bands of one
 /// output row, the plan `banding::automatic(35)` picks (README, "Row bands"); planned for one thread (the
@@ -560,74 +436,6 @@ void register_face(const std::vector<int>& thread_counts) {
 // ---------------------------------------------------------------------------------------------
 // --memory_table: peak activation memory of the same networks by plan (README, "Row bands").
 
-/// One activation tensor as another runtime's planner sees it: bytes and the layers that make and
-/// last read it (inclusive).
-struct planned_tensor {
-  std::size_t bytes = 0;
-  int first = 0, last = 0;
-};
-
-/// TFLite's arena for whole tensors under its planner (tensorflow/lite arena_planner.cc and
-/// simple_memory_arena.cc): tensors in non-increasing size, equal sizes by the layer that makes them;
-/// each goes at the smallest gap that fits between the tensors already placed whose lifetimes overlap
-/// its own (walked by offset), or after the last of them; offsets aligned to 64 bytes (its default
-/// tensor alignment). The arena is the highest end.
-std::size_t tflite_arena_bytes(std::vector<planned_tensor> tensors) {
-  constexpr std::size_t alignment = 64;
-  const auto align = [](std::size_t offset) { return (offset + alignment - 1) / alignment * alignment; };
-  std::stable_sort(tensors.begin(), tensors.end(), [](const planned_tensor& a, const planned_tensor& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first;
-  });
-  struct placed {
-    std::size_t offset;
-    planned_tensor tensor;
-  };
-  std::vector<placed> active;  // by offset
-  std::size_t high = 0;
-  for (const planned_tensor& t : tensors) {
-    if (t.bytes == 0) continue;
-    constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
-    std::size_t best = none, best_gap = none, end = 0;
-    for (const placed& a : active) {
-      if (a.tensor.last < t.first || a.tensor.first > t.last) continue;
-      const std::size_t at = align(end);
-      if (at + t.bytes <= a.offset && a.offset - at < best_gap) best = at, best_gap = a.offset - end;
-      end = std::max(end, a.offset + a.tensor.bytes);
-      if (best_gap == 0) break;
-    }
-    if (best == none) best = align(end);
-    high = std::max(high, best + t.bytes);
-    const auto after = std::upper_bound(active.begin(), active.end(), best,
-                                        [](std::size_t offset, const placed& a) { return offset < a.offset; });
-    active.insert(after, placed{best, t});
-  }
-  return high;
-}
-
-/// A network's intermediate tensors (its arena's, not the input or the output) for other planners.
-template <class Net>
-std::vector<planned_tensor> intermediate_tensors() {
-  std::vector<planned_tensor> tensors;
-  for (std::size_t t = 1; t + 1 < Net::tensor_count; ++t) {
-    const auto& node = Net::topology.tensors[t];
-    tensors.push_back({node.dims.elements() * sizeof(typename Net::element_type), node.producer, node.last_use});
-  }
-  return tensors;
-}
-
-/// One row of the table: mosaiq layer by layer and banded (one-thread plans), XNNPACK's op-by-op
-/// buffers (one per tensor, as bench/xnnpack_net.hpp allocates them, input and output included) and
-/// TFLite's arena for the intermediate tensors (TFLite also places the input and output in its arena).
-template <class Banded>
-void print_memory_row(const char* name) {
-  using T = typename Banded::element_type;
-  std::size_t all_tensors = 0;
-  for (const auto& node : Banded::topology.tensors) all_tensors += node.dims.elements() * sizeof(T);
-  const std::size_t io = (Banded::input_shape.elements() + Banded::output_shape.elements()) * sizeof(T);
-  std::printf("| %s | %zu | %zu | %zu | %zu | %zu |\n", name, Banded::layer_by_layer_arena_bytes, Banded::arena_bytes,
-              all_tensors, tflite_arena_bytes(intermediate_tensors<Banded>()), io);
-}
-
 void print_memory_table() {
   std::printf(
       "| network | mosaiq layer by layer | mosaiq banded | XNNPACK op by op (every tensor) | TFLite arena "
@@ -635,6 +443,9 @@ void print_memory_table() {
   print_memory_row<portrait::banded_network<u8>>("portrait 256 (u8, i8)");
 #if MOSAIQ_BENCH_FACE
   print_memory_row<face_banded_net<u8>>("face 512 (u8, i8)");
+#endif
+#if MOSAIQ_BENCH_SELFIE
+  print_selfie_memory_rows();
 #endif
 }
 
@@ -644,6 +455,9 @@ void register_all(const std::vector<int>& thread_counts) {
 #if MOSAIQ_BENCH_FACE
   register_face<u8>(thread_counts);
   register_face<i8>(thread_counts);
+#endif
+#if MOSAIQ_BENCH_SELFIE
+  register_selfie();
 #endif
 }
 

@@ -20,6 +20,12 @@
 // quantization, as XNNPACK's subgraph concatenate requires). The snapshot has softmax only for qu8:
 // an i8 softmax flips the sign bit of its input and output (x ^ 0x80 maps int8 with zero point z to
 // uint8 with zero point z + 128) around the qu8 operator; those two byte loops are timed too.
+// The selfie models' kinds: mul is multiply_nd (qu8/qs8, numpy broadcasting: a 1x1xC gate over a map),
+// logistic the qu8/qs8 sigmoid, transpose_conv deconvolution2d (its qs8 operator takes one filter scale, so an
+// i8 layer's per-channel scales must be equal: one output channel in the selfie models), an average_pool whose
+// window is the whole map the global average pooling. The snapshot has no 8-bit hardswish: hard_swish is three
+// operators, convert to f32, the f32 hardswish, convert back (what a model falls back to with this XNNPACK),
+// with an f32 buffer counted in activation_bytes().
 #pragma once
 
 #include <xnnpack.h>
@@ -234,6 +240,160 @@ class op_network {
     return out;
   }
 
+  /// a * b with numpy broadcasting (a squeeze-and-excitation gate 1 x 1 x C times a map), requantized to out_q.
+  tensor add_mul(tensor a, tensor b, quant_params out_q, activation act = activation::none) {
+    const buffer& x = buffers_[std::size_t(a)];
+    const buffer& z = buffers_[std::size_t(b)];
+    const auto extent = [](int p, int q) { return p == q || q == 1 ? p : p == 1 ? q : -1; };
+    const shape dims{extent(x.dims.height, z.dims.height), extent(x.dims.width, z.dims.width),
+                     extent(x.dims.channels, z.dims.channels)};
+    if (dims.height < 0 || dims.width < 0 || dims.channels < 0)
+      throw std::invalid_argument("xnnpack::op_network::add_mul: shapes do not broadcast");
+    const tensor out = add_buffer(dims, out_q);
+    buffer& y = buffers_[std::size_t(out)];
+    const clamp_range clamp = activation_range<T>(act, out_q);
+    const std::size_t a_dims[4] = {1, std::size_t(x.dims.height), std::size_t(x.dims.width),
+                                   std::size_t(x.dims.channels)};
+    const std::size_t b_dims[4] = {1, std::size_t(z.dims.height), std::size_t(z.dims.width),
+                                   std::size_t(z.dims.channels)};
+    xnn_operator_t op = nullptr;
+    if constexpr (is_u8) {
+      check(xnn_create_multiply_nd_qu8(std::uint8_t(x.quant.zero_point), x.quant.scale,
+                                       std::uint8_t(z.quant.zero_point), z.quant.scale, std::uint8_t(out_q.zero_point),
+                                       out_q.scale, std::uint8_t(clamp.min), std::uint8_t(clamp.max), 0, &op),
+            "xnn_create_multiply_nd_qu8");
+      adopt(op);
+      check(xnn_setup_multiply_nd_qu8(op, 4, a_dims, 4, b_dims, x.data.data(), z.data.data(), y.data.data(), nullptr),
+            "xnn_setup_multiply_nd_qu8");
+    } else {
+      check(xnn_create_multiply_nd_qs8(std::int8_t(x.quant.zero_point), x.quant.scale, std::int8_t(z.quant.zero_point),
+                                       z.quant.scale, std::int8_t(out_q.zero_point), out_q.scale,
+                                       std::int8_t(clamp.min), std::int8_t(clamp.max), 0, &op),
+            "xnn_create_multiply_nd_qs8");
+      adopt(op);
+      check(xnn_setup_multiply_nd_qs8(op, 4, a_dims, 4, b_dims, x.data.data(), z.data.data(), y.data.data(), nullptr),
+            "xnn_setup_multiply_nd_qs8");
+    }
+    return out;
+  }
+
+  /// Logistic of every element; out_q is TFLite's fixed output quantization (1/256, the type's minimum).
+  tensor add_logistic(tensor in, quant_params out_q) {
+    const buffer& x = buffers_[std::size_t(in)];
+    const auto c = std::size_t(x.dims.channels);
+    const tensor out = add_buffer(x.dims, out_q);
+    buffer& y = buffers_[std::size_t(out)];
+    xnn_operator_t op = nullptr;
+    if constexpr (is_u8) {
+      check(xnn_create_sigmoid_nc_qu8(c, c, c, std::uint8_t(x.quant.zero_point), x.quant.scale,
+                                      std::uint8_t(out_q.zero_point), out_q.scale, 0, 255, 0, &op),
+            "xnn_create_sigmoid_nc_qu8");
+      adopt(op);
+      check(xnn_setup_sigmoid_nc_qu8(op, x.dims.pixels(), x.data.data(), y.data.data(), nullptr),
+            "xnn_setup_sigmoid_nc_qu8");
+    } else {
+      check(xnn_create_sigmoid_nc_qs8(c, c, c, std::int8_t(x.quant.zero_point), x.quant.scale,
+                                      std::int8_t(out_q.zero_point), out_q.scale, -128, 127, 0, &op),
+            "xnn_create_sigmoid_nc_qs8");
+      adopt(op);
+      check(xnn_setup_sigmoid_nc_qs8(op, x.dims.pixels(), x.data.data(), y.data.data(), nullptr),
+            "xnn_setup_sigmoid_nc_qs8");
+    }
+    return out;
+  }
+
+  /// Hard-swish, requantized to out_q. The snapshot has no 8-bit hardswish, so this is what a model falls back
+  /// to with it: dequantize to f32, the f32 hardswish operator, quantize back (three operators, one f32 buffer).
+  tensor add_hard_swish(tensor in, quant_params out_q) {
+    const buffer& x = buffers_[std::size_t(in)];
+    const auto c = std::size_t(x.dims.channels);
+    const std::size_t pixels = x.dims.pixels();
+    const tensor out = add_buffer(x.dims, out_q);
+    buffer& y = buffers_[std::size_t(out)];
+    float* wide = float_buffers_.emplace_back(x.dims.elements()).data();
+    xnn_operator_t op = nullptr;
+    if constexpr (is_u8) {
+      check(xnn_create_convert_nc_qu8_f32(c, c, c, x.quant.scale, std::uint8_t(x.quant.zero_point), 0, &op),
+            "xnn_create_convert_nc_qu8_f32");
+      adopt(op);
+      check(xnn_setup_convert_nc_qu8_f32(op, pixels, x.data.data(), wide, nullptr), "xnn_setup_convert_nc_qu8_f32");
+    } else {
+      check(xnn_create_convert_nc_qs8_f32(c, c, c, x.quant.scale, std::int8_t(x.quant.zero_point), 0, &op),
+            "xnn_create_convert_nc_qs8_f32");
+      adopt(op);
+      check(xnn_setup_convert_nc_qs8_f32(op, pixels, x.data.data(), wide, nullptr), "xnn_setup_convert_nc_qs8_f32");
+    }
+    check(xnn_create_hardswish_nc_f32(c, c, c, 0, &op), "xnn_create_hardswish_nc_f32");
+    adopt(op);
+    check(xnn_setup_hardswish_nc_f32(op, pixels, wide, wide, nullptr), "xnn_setup_hardswish_nc_f32");
+    if constexpr (is_u8) {
+      check(xnn_create_convert_nc_f32_qu8(c, c, c, out_q.scale, std::uint8_t(out_q.zero_point), 0, 255, 0, &op),
+            "xnn_create_convert_nc_f32_qu8");
+      adopt(op);
+      check(xnn_setup_convert_nc_f32_qu8(op, pixels, wide, y.data.data(), nullptr), "xnn_setup_convert_nc_f32_qu8");
+    } else {
+      check(xnn_create_convert_nc_f32_qs8(c, c, c, out_q.scale, std::int8_t(out_q.zero_point), -128, 127, 0, &op),
+            "xnn_create_convert_nc_f32_qs8");
+      adopt(op);
+      check(xnn_setup_convert_nc_f32_qs8(op, pixels, wide, y.data.data(), nullptr), "xnn_setup_convert_nc_f32_qs8");
+    }
+    return out;
+  }
+
+  /// Transposed convolution (TFLite TRANSPOSE_CONV, filter [Cout][KH][KW][Cin], the layout XNNPACK's
+  /// deconvolution packs) with TensorFlow's SAME/VALID output extents: XNNPACK's output is
+  /// stride * (in - 1) + kernel, cropped by the SAME padding or extended by an adjustment where the kernel is
+  /// shorter than the stride. XNNPACK's qs8 deconvolution takes one filter scale: i8 per-channel filters must
+  /// share theirs (the selfie models' last layer has one output channel).
+  tensor add_transpose_conv(tensor in, const conv_desc& d, const conv_weights_view<T>& w, quant_params out_q) {
+    const buffer& x = buffers_[std::size_t(in)];
+    const shape is = x.dims;
+    if (d.pad.mode == padding_mode::explicit_pads)
+      throw std::invalid_argument("xnnpack::op_network::add_transpose_conv: SAME or VALID only");
+    const auto axis = [&](int input, int k, int s) {
+      const int full = s * (input - 1) + k;
+      const int want = d.pad.mode == padding_mode::valid ? input * s + std::max(k - s, 0) : input * s;
+      const int crop = std::max(full - want, 0);
+      return std::array<int, 4>{want, crop / 2, crop - crop / 2, std::max(want - full, 0)};
+    };
+    const auto [out_h, top, bottom, adjust_h] = axis(is.height, d.kernel.h, d.stride.h);
+    const auto [out_w, left, right, adjust_w] = axis(is.width, d.kernel.w, d.stride.w);
+    const tensor out = add_buffer({out_h, out_w, d.out_channels}, out_q);
+    buffer& y = buffers_[std::size_t(out)];
+    const clamp_range clamp = activation_range<T>(d.act, out_q);
+    const auto u = [](int v) { return std::uint32_t(v); };
+    const auto in_c = std::size_t(is.channels), out_c = std::size_t(d.out_channels);
+    xnn_operator_t op = nullptr;
+    if constexpr (is_u8) {
+      check(xnn_create_deconvolution2d_nhwc_qu8(
+                u(top), u(right), u(bottom), u(left), u(d.kernel.h), u(d.kernel.w), u(d.stride.h), u(d.stride.w), 1, 1,
+                1, in_c, out_c, in_c, out_c, std::uint8_t(x.quant.zero_point), x.quant.scale,
+                std::uint8_t(w.filter_zero_point), w.filter_scales[0], w.filter, w.bias, std::uint8_t(out_q.zero_point),
+                out_q.scale, std::uint8_t(clamp.min), std::uint8_t(clamp.max), 0, &op),
+            "xnn_create_deconvolution2d_nhwc_qu8");
+      adopt(op);
+      check(xnn_setup_deconvolution2d_nhwc_qu8(op, 1, std::size_t(is.height), std::size_t(is.width), u(adjust_h),
+                                               u(adjust_w), x.data.data(), y.data.data(), nullptr),
+            "xnn_setup_deconvolution2d_nhwc_qu8");
+    } else {
+      for (const float s : w.filter_scales)
+        if (s != w.filter_scales[0])
+          throw std::invalid_argument(
+              "xnnpack::op_network::add_transpose_conv: XNNPACK's qs8 deconvolution has one filter scale");
+      check(xnn_create_deconvolution2d_nhwc_qs8(u(top), u(right), u(bottom), u(left), u(d.kernel.h), u(d.kernel.w),
+                                                u(d.stride.h), u(d.stride.w), 1, 1, 1, in_c, out_c, in_c, out_c,
+                                                std::int8_t(x.quant.zero_point), x.quant.scale, w.filter_scales[0],
+                                                w.filter, w.bias, std::int8_t(out_q.zero_point), out_q.scale,
+                                                std::int8_t(clamp.min), std::int8_t(clamp.max), 0, &op),
+            "xnn_create_deconvolution2d_nhwc_qs8");
+      adopt(op);
+      check(xnn_setup_deconvolution2d_nhwc_qs8(op, 1, std::size_t(is.height), std::size_t(is.width), u(adjust_h),
+                                               u(adjust_w), x.data.data(), y.data.data(), nullptr),
+            "xnn_setup_deconvolution2d_nhwc_qs8");
+    }
+    return out;
+  }
+
   /// Channel concatenation: one x8 copy per input into its channel slice of the output.
   tensor add_concat(std::span<const tensor> inputs, quant_params out_q) {
     if (inputs.empty()) throw std::invalid_argument("xnnpack::op_network::add_concat: no inputs");
@@ -322,10 +482,12 @@ class op_network {
   std::span<const T> values(tensor t) const { return buffers_[std::size_t(t)].data.span(); }
   /// XNNPACK operators run per frame (an i8 softmax adds two sign-flip loops, not counted).
   std::size_t operator_count() const noexcept { return ops_.size(); }
-  /// Bytes of every activation buffer, input included: memory an op-by-op graph without a plan uses.
+  /// Bytes of every activation buffer, input included (hard-swish's f32 buffers too): memory an op-by-op graph
+  /// without a plan uses.
   std::size_t activation_bytes() const noexcept {
     std::size_t total = 0;
     for (const buffer& b : buffers_) total += b.dims.elements() * sizeof(T);
+    for (const aligned_buffer<float>& b : float_buffers_) total += b.size() * sizeof(float);
     return total;
   }
 
@@ -364,7 +526,8 @@ class op_network {
     steps_.push_back({op, nullptr, tag_});
   }
 
-  std::deque<buffer> buffers_;  // a deque: buffers never move, operators hold their addresses
+  std::deque<buffer> buffers_;                       // a deque: buffers never move, operators hold their addresses
+  std::deque<aligned_buffer<float>> float_buffers_;  // hard-swish's f32 detour
   std::vector<operator_ptr> ops_;
   std::vector<step> steps_;
   int tag_ = -1;
@@ -425,6 +588,24 @@ network_twin<Net> from_network(const typename Net::weights& w) {
                                     Layer::config.act);
             } else if constexpr (kind == "global_average_pool") {
               out = x.add_global_average_pool(in(0), out_q);
+            } else if constexpr (kind == "average_pool") {
+              // A window over the whole map (the selfie models' squeeze-and-excitation) is a global average.
+              constexpr auto c = Layer::config;
+              const shape is = x.dims(in(0));
+              if (!(c.kernel.h == is.height && c.kernel.w == is.width && c.pad.mode == padding_mode::valid &&
+                    c.act == activation::none))
+                throw std::invalid_argument("xnnpack::from_network: average_pool only over the whole map");
+              out = x.add_global_average_pool(in(0), out_q);
+            } else if constexpr (kind == "transpose_conv") {
+              constexpr auto c = Layer::config;
+              out = x.add_transpose_conv(in(0), {c.out_channels, c.kernel, c.stride, {1, 1}, c.padding, false, c.act},
+                                         detail::weights_view<T>(lw), out_q);
+            } else if constexpr (kind == "hard_swish") {
+              out = x.add_hard_swish(in(0), out_q);
+            } else if constexpr (kind == "logistic") {
+              out = x.add_logistic(in(0), out_q);
+            } else if constexpr (kind == "mul") {
+              out = x.add_mul(in(0), in(1), out_q, Layer::act);
             } else if constexpr (kind == "resize_bilinear") {
               out = x.add_resize_bilinear(in(0), node.dims.height, node.dims.width, Layer::config.mode);
             } else if constexpr (kind == "resize_nearest") {
