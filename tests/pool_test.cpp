@@ -109,7 +109,8 @@ TEST_CASE_TEMPLATE("average_pool: the vector rounded division is exact for every
   // One output pixel per (window, value): a k x k window over a constant image divides k*k*v by k*k, so use an
   // image whose taps sum to every value in range instead: a 1 x taps window over a row of chosen values.
   std::mt19937 rng(8);
-  for (const int taps : {1, 2, 3, 4, 5, 6, 7, 9, 12, 25, 49, 63, 100, 255, 256, 1000, 4096}) {
+  // Past 4096 taps the sums are divided in scalar code.
+  for (const int taps : {1, 2, 3, 4, 5, 6, 7, 9, 12, 25, 49, 63, 100, 255, 256, 1000, 4096, 4097, 5000, 16384}) {
     const int width = taps;
     const int channels = 16;
     std::vector<T> in(static_cast<std::size_t>(width * channels) * 64);
@@ -127,6 +128,32 @@ TEST_CASE_TEMPLATE("average_pool: the vector rounded division is exact for every
     mosaiq::average_pool<T>(view, mosaiq::tensor_view<T>(out.data(), shape{64, 1, channels}), params, {1.0f, 0});
     CAPTURE(taps);
     CHECK(out == expected);
+  }
+}
+
+TEST_CASE_TEMPLATE("average_pool over whole maps of more than 4096 taps equals the reference", T, u8, i8) {
+  // The selfie model's squeeze-and-excitation pools (AVERAGE_POOL_2D over the whole 128x128 map), with channel tails,
+  // a strided view and an activation clamp.
+  std::mt19937 rng(21);
+  struct whole_map {
+    int height, width, channels;
+  };
+  for (const whole_map m : {whole_map{128, 128, 16}, whole_map{65, 70, 19}, whole_map{64, 65, 33}}) {
+    const int pixel_stride = m.channels + 3;
+    std::vector<T> in(static_cast<std::size_t>(m.height * m.width * pixel_stride) + 1);  // +1: an unaligned view
+    for (T& v : in) v = static_cast<T>(std::uniform_int_distribution<int>(-128, 255)(rng));
+    const mosaiq::tensor_view<const T> view(in.data() + 1, shape{m.height, m.width, m.channels}, 1, pixel_stride);
+    for (const activation act : {activation::none, activation::relu6}) {
+      const ref::pool_params params{
+          .kernel = {m.height, m.width}, .stride = {m.height, m.width}, .pad = padding::valid(), .act = act};
+      const mosaiq::quant_params quant{0.05f, 3};
+      std::vector<T> out(static_cast<std::size_t>(m.channels)), expected(out.size());
+      ref::average_pool<T>(view, mosaiq::tensor_view<T>(expected.data(), shape{1, 1, m.channels}), params, quant);
+      mosaiq::average_pool<T>(view, mosaiq::tensor_view<T>(out.data(), shape{1, 1, m.channels}), params, quant);
+      CAPTURE(m.height);
+      CAPTURE(m.channels);
+      CHECK(out == expected);
+    }
   }
 }
 

@@ -10,7 +10,8 @@
 //            or copied): the whole window's max in one register, then the activation clamp; the full 2x2 and 3x3
 //            windows are unrolled at compile time;
 //   average  the int32 sum of the taps, then reference::detail::rounded_divide by the tap count (exact: a float
-//            quotient corrected by its remainder, for windows up to 4096 taps; larger windows run the reference),
+//            quotient corrected by its remainder, for windows up to 4096 taps; a larger window, e.g. a whole-map
+//            pool, divides its 16 sums in scalar code, one division per channel against thousands of taps summed),
 //            then the activation clamp;
 //   global   per 64 channels (one pass over the image, four blocks of int32 sums) the sum over all pixels of
 //            (q - input offset), then per channel the reference's MEAN recipe (multiplier, rounded division, output
@@ -41,16 +42,29 @@ using reference::pool_params;
 
 namespace detail::pooling {
 
-/// Largest window the vector average pool takes: 4096 * 255 + 2048 stays below 2^24 (exact float numerators).
+/// Largest window the vector division takes: 4096 * 255 + 2048 stays below 2^24 (exact float numerators).
 inline constexpr int max_vector_average_taps = 4096;
+/// Largest window the vector sum takes: |q| <= 255 over this many taps stays below 2^31.
+inline constexpr std::int64_t max_summed_average_taps = (std::int64_t{1} << 31) / 256;
 
 #if MOSAIQ_TARGET_SIMD
+/// The divisor of one window: in vector form up to max_vector_average_taps, otherwise the tap count for scalar
+/// rounded divisions.
+struct window_divisor {
+  int taps = 1;
+  lanes::divisor_regs regs = lanes::divisor_regs::of(1);
+  bool vector() const noexcept { return taps <= max_vector_average_taps; }
+  static window_divisor of(int taps) noexcept {
+    return {taps, lanes::divisor_regs::of(std::min(taps, max_vector_average_taps))};
+  }
+};
+
 /// Average pool: channels [c, c + 16) of one output pixel from the window's taps (summed in int32, divided exactly);
 /// `in` points at channel c of pixel (y_begin, x_begin), `channels` = 16 or fewer (then the taps are copied into a
 /// zero-padded block first).
 template <quantized_element T>
 [[gnu::always_inline]] inline void window_block(const T* in, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows,
-                                                int cols, T* out, int channels, const lanes::divisor_regs& divisor,
+                                                int cols, T* out, int channels, const window_divisor& divisor,
                                                 lanes::reg lo, lanes::reg hi) noexcept {
   lanes::reg acc[lanes::regs], tap[lanes::regs];
   const bool partial = channels < lanes::block;
@@ -69,10 +83,15 @@ template <quantized_element T>
       load(in + y * row + x * pixel, tap);
       for (int j = 0; j < lanes::regs; ++j) acc[j] += tap[j];
     }
-  for (int j = 0; j < lanes::regs; ++j) {
-    acc[j] = lanes::rounded_divide(acc[j], divisor);
-    acc[j] = xsimd::min(xsimd::max(acc[j], lo), hi);
+  if (divisor.vector()) {
+    for (int j = 0; j < lanes::regs; ++j) acc[j] = lanes::rounded_divide(acc[j], divisor.regs);
+  } else {
+    alignas(64) std::int32_t sums[lanes::block];
+    lanes::store(sums, acc);
+    for (std::int32_t& v : sums) v = reference::detail::rounded_divide(v, divisor.taps);
+    lanes::load(sums, acc);
   }
+  for (int j = 0; j < lanes::regs; ++j) acc[j] = xsimd::min(xsimd::max(acc[j], lo), hi);
   if (partial) {
     T result[lanes::block];
     lanes::narrow<T>(result, acc);
@@ -87,17 +106,13 @@ void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out,
                       const window_geometry& geometry, clamp_range clamp) noexcept {
   const lanes::reg lo(clamp.min), hi(clamp.max);
   const int channels = out.channels();
-  lanes::divisor_regs divisor = lanes::divisor_regs::of(1);
-  int divisor_taps = 1;
+  window_divisor divisor = window_divisor::of(1);
   for (int n = 0; n < out.batch(); ++n)
     for (int out_y = 0; out_y < out.height(); ++out_y)
       for (int out_x = 0; out_x < out.width(); ++out_x) {
         const reference::detail::pool_window w =
             reference::detail::window_at(geometry, params, in.height(), in.width(), out_y, out_x);
-        if (w.taps() != divisor_taps) {  // only border windows change it
-          divisor_taps = w.taps();
-          divisor = lanes::divisor_regs::of(divisor_taps);
-        }
+        if (w.taps() != divisor.taps) divisor = window_divisor::of(w.taps());  // only border windows change it
         const T* first = in.pixel(n, w.y_begin, w.x_begin);
         T* target = out.pixel(n, out_y, out_x);
         const int rows = w.y_end - w.y_begin, cols = w.x_end - w.x_begin;
@@ -329,7 +344,7 @@ template <quantized_element T>
 struct average_pool_fn {
   void operator()(tensor_view<const T> in, tensor_view<T> out, const pool_params& params, quant_params quant) const {
 #if MOSAIQ_TARGET_SIMD
-    if (std::int64_t{params.kernel.h} * params.kernel.w <= detail::pooling::max_vector_average_taps) {
+    if (std::int64_t{params.kernel.h} * params.kernel.w <= detail::pooling::max_summed_average_taps) {
       const std::optional<window_geometry> geometry = reference::detail::resolve_pool(in, out, params);
       if (!geometry) return;
       const std::optional<clamp_range> clamp = reference::detail::pool_clamp<T>(params.act, quant);
