@@ -426,13 +426,9 @@ class depthwise {
     std::memset(pad_pixel, static_cast<std::uint8_t>(input_zero_point_), static_cast<std::size_t>(oc));
     std::memset(pad_row, static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip), l.row_bytes);
 
-    const pass_geometry pass{
-        .column_stride = static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps,
-        .group_stride = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps,
-        .job_columns = l.out_w,
-        .channels = oc,
-        .pixels = pixels,
-        .out_width = expected.width};
+    const std::ptrdiff_t column_stride =
+        static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
+    const std::ptrdiff_t group_stride = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
 
     for (int n = 0; n < in.batch(); ++n) {
       for (int r = 0; r < ring_rows; ++r) tags[r] = -1;
@@ -446,72 +442,56 @@ class depthwise {
         }
         return row;
       };
-      // Phase by phase (a single one unless phased), in passes of up to tile_h rows of the phase.
+      // Phase by phase (a single one unless phased), in passes of up to tile_h rows of the phase,
+      // phase_count output rows apart.
       for (int phase = 0; phase < phase_count; ++phase)
         for (int oy0 = band.first + phase; oy0 < band.last; oy0 += tile_h * phase_count) {
           const int pass_rows = std::min(tile_h, (band.last - oy0 + phase_count - 1) / phase_count);
-          pass_rows_type rows{};
+          std::array<std::array<const std::uint8_t*, kh>, tile_h> rows{};
           for (int r = 0; r < pass_rows; ++r)
             for (int kr = 0; kr < kh; ++kr)
               rows[r][kr] = row_for((oy0 + r * phase_count) * Cfg.stride.h - geo.y.pad_before + kr * Cfg.dilation.h);
-          T* const first_out = out.pixel(n, oy0 - band.first, 0);
           const std::ptrdiff_t out_row_stride =
-              pass_rows > 1 ? out.pixel(n, oy0 + phase_count - band.first, 0) - first_out : 0;
-          run_pass(pass, rows, pass_rows, first_out, out.pixel_stride(), out_row_stride);
+              pass_rows > 1 ? out.pixel(n, oy0 + phase_count - band.first, 0) - out.pixel(n, oy0 - band.first, 0) : 0;
+          for (int b = 0; b * job_channels < oc; ++b) {
+            const int c0 = b * job_channels;
+            std::array<const std::uint8_t*, tile_h * kh> block_rows{};
+            for (int r = 0; r < pass_rows; ++r)
+              for (int kr = 0; kr < kh; ++kr) block_rows[r * kh + kr] = rows[r][kr] + c0 * detail::dw::group_taps;
+            for (int r = 0; r < pass_rows;) {
+              const kernels::dw::row_job job{
+                  .rows = block_rows.data() + r * kh,
+                  .column_stride = column_stride,
+                  .group_stride = group_stride,
+                  .weights = weights_.data() + static_cast<std::size_t>(b) * kh * groups * job_bytes,
+                  .bias = bias_.data() + c0,
+                  .multiplier = mult_.data() + c0,
+                  .left_shift = left_.data() + c0,
+                  .right_shift = right_.data() + c0,
+                  .requant_lanes = requant_lanes_data(c0),
+                  .requant = requant_,
+                  .output_zero_point = output_zero_point_,
+                  .clamp_min = clamp_.min,
+                  .clamp_max = clamp_.max,
+                  .sum_x_factor = sum_x_factor_,
+                  .group_ones = group_ones_.data(),
+                  .out = out.pixel(n, oy0 + r * phase_count - band.first, 0) + c0,
+                  .out_pixel_stride = out.pixel_stride(),
+                  .out_row_stride = out_row_stride,
+                  .valid_channels = std::min(job_channels, oc - c0),
+                  .pixels = pixels,
+                  .pixel_width = job_channels / pixels,
+                  .out_width = expected.width};
+              if (rows_th > 1 && r + rows_th <= pass_rows && !split_weights_) {
+                run_row_tiles<rows_th, rows_tw>(job, l.out_w);
+                r += rows_th;
+              } else {
+                run_columns(job, l.out_w);
+                ++r;
+              }
+            }
+          }
         }
-    }
-  }
-
-  /// What every pass of a run shares: the tap-group rows' strides and the output row's extents.
-  struct pass_geometry {
-    std::ptrdiff_t column_stride = 0;  // bytes between output columns in a tap-group row
-    std::ptrdiff_t group_stride = 0;   // bytes between tap groups of one column
-    int job_columns = 0, channels = 0, pixels = 1, out_width = 0;
-  };
-  // The tap-group rows of a pass: [output row of the pass][kernel row].
-  using pass_rows_type = std::array<std::array<const std::uint8_t*, kh>, tile_h>;
-
-  // Output rows first_out + r * out_row_stride (r < pass_rows) from their tap-group rows, job by job.
-  void run_pass(const pass_geometry& pass, const pass_rows_type& rows, int pass_rows, T* first_out,
-                std::ptrdiff_t out_pixel_stride, std::ptrdiff_t out_row_stride) const {
-    const int oc = pass.channels;
-    for (int b = 0; b * job_channels < oc; ++b) {
-      const int c0 = b * job_channels;
-      std::array<const std::uint8_t*, tile_h * kh> block_rows{};
-      for (int r = 0; r < pass_rows; ++r)
-        for (int kr = 0; kr < kh; ++kr) block_rows[r * kh + kr] = rows[r][kr] + c0 * detail::dw::group_taps;
-      for (int r = 0; r < pass_rows;) {
-        const kernels::dw::row_job job{
-            .rows = block_rows.data() + r * kh,
-            .column_stride = pass.column_stride,
-            .group_stride = pass.group_stride,
-            .weights = weights_.data() + static_cast<std::size_t>(b) * kh * groups * job_bytes,
-            .bias = bias_.data() + c0,
-            .multiplier = mult_.data() + c0,
-            .left_shift = left_.data() + c0,
-            .right_shift = right_.data() + c0,
-            .requant_lanes = requant_lanes_data(c0),
-            .requant = requant_,
-            .output_zero_point = output_zero_point_,
-            .clamp_min = clamp_.min,
-            .clamp_max = clamp_.max,
-            .sum_x_factor = sum_x_factor_,
-            .group_ones = group_ones_.data(),
-            .out = first_out + r * out_row_stride + c0,
-            .out_pixel_stride = out_pixel_stride,
-            .out_row_stride = out_row_stride,
-            .valid_channels = std::min(job_channels, oc - c0),
-            .pixels = pass.pixels,
-            .pixel_width = job_channels / pass.pixels,
-            .out_width = pass.out_width};
-        if (rows_th > 1 && r + rows_th <= pass_rows && !split_weights_) {
-          run_row_tiles<rows_th, rows_tw>(job, pass.job_columns);
-          r += rows_th;
-        } else {
-          run_columns(job, pass.job_columns);
-          ++r;
-        }
-      }
     }
   }
 
