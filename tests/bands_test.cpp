@@ -431,11 +431,13 @@ TEST_CASE("bands: two chains, maps read after a chain held whole, the schedule a
   CHECK(got == expected);
 }
 
-// The portrait network of examples/portrait_segmentation: its banded plan saves 30% of the one-thread
-// arena (the ASPP head's depthwise workspace bounds it, see portrait_net.hpp) and keeps the bytes.
-static_assert(portrait::banded_network<u8>::arena_bytes <= 256'320);
-static_assert(portrait::banded_network<i8>::arena_bytes <= 256'320);
-static_assert(portrait::banded_network<u8>::band_saved_bytes >= 100'000);
+// The portrait network of examples/portrait_segmentation: its banded plan saves about 40% of the
+// one-thread arena (the first chain's peak bounds it, see portrait_net.hpp) and keeps the bytes. The
+// bound is the largest build's (AVX-512 VNNI 225,728; AVX2 220,864; scalar 213,056), below the 256,320
+// of AVX2 while the dilation-8 depthwise layer kept a 17-row ring.
+static_assert(portrait::banded_network<u8>::arena_bytes <= 225'728);
+static_assert(portrait::banded_network<i8>::arena_bytes <= 225'728);
+static_assert(portrait::banded_network<u8>::band_saved_bytes >= 140'000);
 
 template <class T>
 void check_portrait() {

@@ -33,8 +33,9 @@ struct config_case {
   static constexpr depthwise_config value = C;
 };
 
-// Compile-time grid: kernels 3x3, 5x5, 1x1, 3x1, 2x2, 1x5; strides 1, 2, 3; dilations 1, 2, 4
-// (with strides too); SAME / VALID / explicit; multipliers 1 and 2; activations; both roundings.
+// Compile-time grid: kernels 3x3, 5x5, 1x1, 3x1, 2x2, 1x5, 5x3, 2x3; strides 1, 2, 3; dilations 1..8
+// (with strides too: the phase-by-phase order of dilated rows with 1, 2, 3, 5 and 8 phases, passes of
+// several rows of one phase); SAME / VALID / explicit; multipliers 1 and 2; activations; both roundings.
 using configs = std::tuple<
     config_case<depthwise_config{}>,
     config_case<depthwise_config{
@@ -65,7 +66,17 @@ using configs = std::tuple<
         .kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}, .depth_multiplier = 2, .act = activation::relu6}>,
     config_case<depthwise_config{.kernel = {3, 3}, .pad = padding::explicit_pads(1, 1, 2, 0), .tile = {3, 5}}>,
     config_case<depthwise_config{
-        .kernel = {1, 5}, .stride = {2, 1}, .dilation = {1, 3}, .tile = {2, 1}, .round = rounding::single_round}>>;
+        .kernel = {1, 5}, .stride = {2, 1}, .dilation = {1, 3}, .tile = {2, 1}, .round = rounding::single_round}>,
+    config_case<depthwise_config{.kernel = {3, 3}, .dilation = {8, 8}, .act = activation::relu6}>,
+    config_case<depthwise_config{.kernel = {3, 3},
+                                 .stride = {2, 2},
+                                 .dilation = {3, 3},
+                                 .pad = padding::explicit_pads(4, 1, 2, 3),
+                                 .round = rounding::single_round}>,
+    config_case<depthwise_config{.kernel = {5, 3}, .stride = {2, 1}, .dilation = {4, 2}, .tile = {3, 4}}>,
+    config_case<depthwise_config{.kernel = {3, 3}, .dilation = {6, 7}, .depth_multiplier = 2, .tile = {2, 3}}>,
+    config_case<depthwise_config{
+        .kernel = {2, 3}, .stride = {2, 2}, .dilation = {5, 5}, .pad = padding::valid(), .tile = {3, 2}}>>;
 
 struct run_case {
   int channels, height, width, batch;
@@ -135,6 +146,13 @@ void check_grid(std::uint32_t seed) {
     // Unaligned workspace too: the run aligns inside it.
     layer(input.view, actual.view, std::span(workspace).subspan(1));
     CHECK(actual.buffer == expected.buffer);
+
+    // In bands of 3 output rows (each band restarts the ring and its phases), into a fresh output.
+    stored_tensor<T> banded(out_shape, rc.batch, out_stride, T{7});
+    for (int first = 0; first < out_shape.height; first += 3)
+      layer.run_rows(tensor_view<const T>(input.view), banded.view, workspace,
+                     {first, std::min(first + 3, out_shape.height)});
+    CHECK(banded.buffer == expected.buffer);
   }
 }
 
@@ -149,6 +167,20 @@ void check_case() {
 
 TEST_CASE_TEMPLATE_DEFINE("depthwise equals the reference bit for bit", Case, depthwise_grid_id) { check_case<Case>(); }
 TEST_CASE_TEMPLATE_APPLY(depthwise_grid_id, configs);
+
+// A dilated layer's workspace holds KH expanded rows of one phase, not the (KH-1)*dilation+1 rows its
+// window spans: at stride 1 it equals the undilated layer's (16x16x128: the portrait ASPP head's layer).
+template <int D, class T = u8>
+constexpr std::size_t dilated_workspace(int stride = 1) {
+  constexpr shape aspp{16, 16, 128};
+  if (stride == 1) return depthwise<depthwise_config{.kernel = {3, 3}, .dilation = {D, D}}, T>::workspace_bytes(aspp);
+  return depthwise<depthwise_config{.kernel = {3, 3}, .stride = {2, 2}, .dilation = {D, D}}, T>::workspace_bytes(aspp);
+}
+static_assert(dilated_workspace<2>() == dilated_workspace<1>());
+static_assert(dilated_workspace<4, i8>() == dilated_workspace<1, i8>());
+static_assert(dilated_workspace<8>() == dilated_workspace<1>());
+static_assert(dilated_workspace<8>(2) <= dilated_workspace<1>(2));
+static_assert(dilated_workspace<3>(2) <= dilated_workspace<1>(2));
 
 TEST_CASE("depthwise: strided atrous seed case through the fast path") {
   // in(y, x) = 8y + x on 1x8x8x1, w(fy, fx) = 3fy + fx + 1, stride 2, dilation 2, pads of 2: the

@@ -105,8 +105,8 @@ static_assert(network<mosaiq::u8>::output_shape == mosaiq::shape{input_size, inp
 /// in bands of two rows of the 1/4 map, and the decoder from the ASPP concat to the softmax (layers
 /// 43..52) in bands of 32 of its 256 output rows. Maps inside the chains live in windows of rows; the
 /// skip scores are held whole. The output is the bytes of network<T> (tests/bands_test.cpp). The arena
-/// is then the ASPP head's peak, which no chain lowers: the dilation-8 depthwise layer's workspace
-/// (147,776 bytes, a ring of 17 expanded input rows) with the maps alive around it.
+/// is then the first chain's peak: its windows and workspace beside the whole 1/4 map (131,072 bytes),
+/// which the skip scores and the next block read.
 inline constexpr mosaiq::banding banded_plan = mosaiq::banding::chain(0, 4, 2).and_chain(43, 52, 32);
 
 /// The network with the banded plan, planned for one thread (the workspace of one band).

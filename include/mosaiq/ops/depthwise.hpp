@@ -27,12 +27,16 @@
 // tap's pixels as one contiguous 64-byte run (interleave_runs), at stride 2 as every other pixel
 // of a 128-byte run (interleave_strided_runs), instead of merging masked loads.
 // Built rows sit in a ring and serve every output row that needs them (row reuse); rows
-// above/below the image map to one constant row. On VNNI two output rows that share input rows
-// (stride below the kernel's extent) run in one register tile (rows_tile): each shared tap-group
-// vector is loaded once for both, and the block's weights and requantization constants stay in
-// registers across the tile (56x56x128 on Zen 4: 147 -> 98 us). Output columns go in a main tile of `tile.w`
-// pixels plus a compile-time cascade of smaller tiles for the remainder; channel tails use masked
-// or staged loads/stores, so nothing outside the views is read or written.
+// above/below the image map to one constant row. Dilated layers run their output rows phase by
+// phase: the rows of a phase, dilation / gcd(stride, dilation) apart, read input rows of one residue
+// modulo the dilation, so a pass's ring holds its KH rows (plus lcm(stride, dilation) / dilation
+// per further row of the pass) whatever the dilation, not the (KH-1)*dilation+1 rows a top-to-bottom
+// order keeps (16x16x128 at dilation 8: 3 rows of 8 KB instead of 17); each row is still built once.
+// On VNNI two output rows that share input rows (stride below the kernel's extent) run in one register tile
+// (rows_tile): each shared tap-group vector is loaded once for both, and the block's weights and requantization
+// constants stay in registers across the tile (56x56x128 on Zen 4: 147 -> 98 us). Output columns go in a main tile of
+// `tile.w` pixels plus a compile-time cascade of smaller tiles for the remainder; channel tails use masked or staged
+// loads/stores, so nothing outside the views is read or written.
 #pragma once
 
 #include <algorithm>
@@ -40,6 +44,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -166,6 +171,17 @@ class depthwise {
   static constexpr int kh = Cfg.kernel.h, kw = Cfg.kernel.w;
   static constexpr int groups = detail::dw::groups_for(kw);
   static constexpr int multiplier = Cfg.depth_multiplier;
+  // Dilated layers run their output rows phase by phase: the rows of one phase (oy mod phase_count)
+  // read input rows of one residue modulo the dilation, and consecutive ones read windows
+  // lcm(stride, dilation) rows apart, so the ring holds the KH rows of that residue a row reads
+  // instead of the (KH-1)*dilation+1 rows a top-to-bottom order spans. Each input row is read by one
+  // phase only (rows of different phases read different residues), so it is still built once.
+  static constexpr bool phased = Cfg.dilation.h > 1 && kh > 1;
+  static constexpr int phase_count = phased ? Cfg.dilation.h / std::gcd(Cfg.stride.h, Cfg.dilation.h) : 1;
+  // Input rows between consecutive output rows of a pass (of one phase): lcm(stride, dilation) when phased.
+  static constexpr int pass_row_shift = phase_count * Cfg.stride.h;
+  // A ring slot holds input rows iy with the same iy / ring_unit (mod ring_rows).
+  static constexpr int ring_unit = phased ? Cfg.dilation.h : 1;
   // VNNI tiles hold four accumulators per column: wider ones than 8 would only spill.
   static constexpr int tile_w = Cfg.tile.w <= 0         ? detail::dw::default_tile_w(Cfg.kernel)
                                 : detail::dw::uses_vnni ? std::min(Cfg.tile.w, 8)
@@ -173,7 +189,7 @@ class depthwise {
   // VNNI: two output rows per register tile where they share input rows (stride below the kernel's
   // extent, e.g. every stride-1 layer), each shared tap-group vector loaded once for both.
   static constexpr int register_rows =
-      detail::dw::uses_vnni && kernels::dw::rows_tile<kh, 2, Cfg.stride.h, Cfg.dilation.h>::shares_rows ? 2 : 1;
+      detail::dw::uses_vnni && kernels::dw::rows_tile<kh, 2, pass_row_shift, Cfg.dilation.h>::shares_rows ? 2 : 1;
   static constexpr int tile_h = Cfg.tile.h > 0 ? Cfg.tile.h : register_rows;
   // Rows and columns of the multi-row register tile: TH x TW x 4 accumulators stay within 16.
   static constexpr int rows_th = std::min(register_rows, tile_h);
@@ -183,9 +199,11 @@ class depthwise {
   static constexpr int job_channels = detail::dw::job_channels;
   static constexpr int block_bytes = detail::dw::block * detail::dw::group_taps;
   static constexpr int job_bytes = job_channels * detail::dw::group_taps;
-  // Input rows one pass of tile_h output rows spans; the ring holds that many built rows, so a
-  // row stays until no later pass can need it.
-  static constexpr int ring_rows = (tile_h - 1) * Cfg.stride.h + (kh - 1) * Cfg.dilation.h + 1;
+  // Ring slots one pass of tile_h output rows spans (in ring units), so a row stays until no later
+  // pass can need it.
+  static constexpr int ring_rows =
+      (tile_h - 1) * pass_row_shift / ring_unit + ((kh - 1) * Cfg.dilation.h) / ring_unit + 1;
+  static_assert(pass_row_shift % ring_unit == 0, "depthwise: the rows of a phase share one residue mod dilation");
 
  public:
   static constexpr depthwise_config config = Cfg;
@@ -416,7 +434,7 @@ class depthwise {
       for (int r = 0; r < ring_rows; ++r) tags[r] = -1;
       const auto row_for = [&](int iy) -> const std::uint8_t* {
         if (iy < 0 || iy >= image.height) return pad_row;
-        const int slot = iy % ring_rows;
+        const int slot = iy / ring_unit % ring_rows;
         std::uint8_t* row = ring + static_cast<std::size_t>(slot) * ring_stride;
         if (tags[slot] != iy) {
           build_row(in, n, iy - window.first, row, pad_pixel, expanded, l, geo.x.pad_before);
@@ -424,53 +442,56 @@ class depthwise {
         }
         return row;
       };
-      for (int oy0 = band.first; oy0 < band.last; oy0 += tile_h) {
-        const int pass_rows = std::min(tile_h, band.last - oy0);
-        std::array<std::array<const std::uint8_t*, kh>, tile_h> rows{};
-        for (int r = 0; r < pass_rows; ++r)
-          for (int kr = 0; kr < kh; ++kr)
-            rows[r][kr] = row_for((oy0 + r) * Cfg.stride.h - geo.y.pad_before + kr * Cfg.dilation.h);
-        const std::ptrdiff_t out_row_stride =
-            pass_rows > 1 ? out.pixel(n, oy0 + 1 - band.first, 0) - out.pixel(n, oy0 - band.first, 0) : 0;
-        for (int b = 0; b * job_channels < oc; ++b) {
-          const int c0 = b * job_channels;
-          std::array<const std::uint8_t*, tile_h * kh> block_rows{};
+      // Phase by phase (a single one unless phased), in passes of up to tile_h rows of the phase,
+      // phase_count output rows apart.
+      for (int phase = 0; phase < phase_count; ++phase)
+        for (int oy0 = band.first + phase; oy0 < band.last; oy0 += tile_h * phase_count) {
+          const int pass_rows = std::min(tile_h, (band.last - oy0 + phase_count - 1) / phase_count);
+          std::array<std::array<const std::uint8_t*, kh>, tile_h> rows{};
           for (int r = 0; r < pass_rows; ++r)
-            for (int kr = 0; kr < kh; ++kr) block_rows[r * kh + kr] = rows[r][kr] + c0 * detail::dw::group_taps;
-          for (int r = 0; r < pass_rows;) {
-            const kernels::dw::row_job job{
-                .rows = block_rows.data() + r * kh,
-                .column_stride = column_stride,
-                .group_stride = group_stride,
-                .weights = weights_.data() + static_cast<std::size_t>(b) * kh * groups * job_bytes,
-                .bias = bias_.data() + c0,
-                .multiplier = mult_.data() + c0,
-                .left_shift = left_.data() + c0,
-                .right_shift = right_.data() + c0,
-                .requant_lanes = requant_lanes_data(c0),
-                .requant = requant_,
-                .output_zero_point = output_zero_point_,
-                .clamp_min = clamp_.min,
-                .clamp_max = clamp_.max,
-                .sum_x_factor = sum_x_factor_,
-                .group_ones = group_ones_.data(),
-                .out = out.pixel(n, oy0 + r - band.first, 0) + c0,
-                .out_pixel_stride = out.pixel_stride(),
-                .out_row_stride = out_row_stride,
-                .valid_channels = std::min(job_channels, oc - c0),
-                .pixels = pixels,
-                .pixel_width = job_channels / pixels,
-                .out_width = expected.width};
-            if (rows_th > 1 && r + rows_th <= pass_rows && !split_weights_) {
-              run_row_tiles<rows_th, rows_tw>(job, l.out_w);
-              r += rows_th;
-            } else {
-              run_columns(job, l.out_w);
-              ++r;
+            for (int kr = 0; kr < kh; ++kr)
+              rows[r][kr] = row_for((oy0 + r * phase_count) * Cfg.stride.h - geo.y.pad_before + kr * Cfg.dilation.h);
+          const std::ptrdiff_t out_row_stride =
+              pass_rows > 1 ? out.pixel(n, oy0 + phase_count - band.first, 0) - out.pixel(n, oy0 - band.first, 0) : 0;
+          for (int b = 0; b * job_channels < oc; ++b) {
+            const int c0 = b * job_channels;
+            std::array<const std::uint8_t*, tile_h * kh> block_rows{};
+            for (int r = 0; r < pass_rows; ++r)
+              for (int kr = 0; kr < kh; ++kr) block_rows[r * kh + kr] = rows[r][kr] + c0 * detail::dw::group_taps;
+            for (int r = 0; r < pass_rows;) {
+              const kernels::dw::row_job job{
+                  .rows = block_rows.data() + r * kh,
+                  .column_stride = column_stride,
+                  .group_stride = group_stride,
+                  .weights = weights_.data() + static_cast<std::size_t>(b) * kh * groups * job_bytes,
+                  .bias = bias_.data() + c0,
+                  .multiplier = mult_.data() + c0,
+                  .left_shift = left_.data() + c0,
+                  .right_shift = right_.data() + c0,
+                  .requant_lanes = requant_lanes_data(c0),
+                  .requant = requant_,
+                  .output_zero_point = output_zero_point_,
+                  .clamp_min = clamp_.min,
+                  .clamp_max = clamp_.max,
+                  .sum_x_factor = sum_x_factor_,
+                  .group_ones = group_ones_.data(),
+                  .out = out.pixel(n, oy0 + r * phase_count - band.first, 0) + c0,
+                  .out_pixel_stride = out.pixel_stride(),
+                  .out_row_stride = out_row_stride,
+                  .valid_channels = std::min(job_channels, oc - c0),
+                  .pixels = pixels,
+                  .pixel_width = job_channels / pixels,
+                  .out_width = expected.width};
+              if (rows_th > 1 && r + rows_th <= pass_rows && !split_weights_) {
+                run_row_tiles<rows_th, rows_tw>(job, l.out_w);
+                r += rows_th;
+              } else {
+                run_columns(job, l.out_w);
+                ++r;
+              }
             }
           }
         }
-      }
     }
   }
 
@@ -559,7 +580,7 @@ class depthwise {
   static void run_tiles(const kernels::dw::row_job& job, int& ox, int out_w, bool split) noexcept {
     if constexpr (detail::dw::uses_vnni) {
 #if MOSAIQ_TARGET_AVX512_VNNI
-      constexpr int sh = Cfg.stride.h, dh = Cfg.dilation.h;
+      constexpr int sh = pass_row_shift, dh = Cfg.dilation.h;
       if (split) {
         // Twice the accumulators: keep the split tile within the register file.
         constexpr int split_tw = TW > 2 ? 2 : TW;
@@ -587,7 +608,7 @@ class depthwise {
 #if MOSAIQ_TARGET_AVX512_VNNI
     if constexpr (TH > 1) {
       for (; ox + TW <= out_w; ox += TW)
-        path::template tile<kh, groups, TH, TW, Cfg.stride.h, Cfg.dilation.h, R, T, false>(job, ox);
+        path::template tile<kh, groups, TH, TW, pass_row_shift, Cfg.dilation.h, R, T, false>(job, ox);
       if constexpr (TW > 1) run_row_tiles<TH, TW / 2>(job, out_w, ox);
     }
 #else
