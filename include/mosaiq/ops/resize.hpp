@@ -71,14 +71,15 @@
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/detail/byte_table.hpp"
+#include "mosaiq/ops/resize/widths.hpp"
 #include "mosaiq/reference/resize.hpp"
 #include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/target.hpp"
 
 #if MOSAIQ_TARGET_AVX2
-#include <immintrin.h>
+#include "mosaiq/ops/resize/x86.hpp"
 #elif MOSAIQ_TARGET_NEON
-#include <arm_neon.h>
+#include "mosaiq/ops/resize/neon.hpp"
 #endif
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
@@ -98,8 +99,6 @@ struct resize_config {
 };
 
 namespace detail::upsample {
-
-using byte = std::uint8_t;
 
 /// Where the views sit in their images: `in` holds input rows [in_first, in_first + in.height()) of an image of
 /// `in_height` rows, `out` output rows [out_first, out_first + out.height()) of an image of `out_height` rows. Whole
@@ -149,179 +148,6 @@ inline void scalar_pixels(const row_pass& r, int x_begin, int x_end, int c_begin
     }
   }
 }
-
-// Byte-vector operations per ISA: `reg` holds bytes, `wide_reg` 16-bit lanes. widen_lo/widen_hi and narrow are
-// inverse lane orders (in-lane on AVX2/AVX-512), which is all the arithmetic below needs.
-#if MOSAIQ_TARGET_AVX2
-struct sse_ops {
-  using reg = __m128i;
-  using wide_reg = __m128i;
-  static constexpr int bytes = 16;
-  static reg load(const byte* p) noexcept { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
-  static void store(byte* p, reg v) noexcept { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
-  static reg flip(reg v, byte f) noexcept { return _mm_xor_si128(v, _mm_set1_epi8(static_cast<char>(f))); }
-  static reg average(reg a, reg b) noexcept { return _mm_avg_epu8(a, b); }
-  static wide_reg widen_lo(reg v) noexcept { return _mm_unpacklo_epi8(v, _mm_setzero_si128()); }
-  static wide_reg widen_hi(reg v) noexcept { return _mm_unpackhi_epi8(v, _mm_setzero_si128()); }
-  static wide_reg add(wide_reg a, wide_reg b) noexcept { return _mm_add_epi16(a, b); }
-  /// 3 * near + far in 16 bits: pmaddubsw on (near, far) byte pairs with weights (3, 1).
-  static void three_near_plus_far(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
-    const __m128i weights = _mm_set1_epi16(0x0103);
-    lo = _mm_maddubs_epi16(_mm_unpacklo_epi8(near, far), weights);
-    hi = _mm_maddubs_epi16(_mm_unpackhi_epi8(near, far), weights);
-  }
-  template <int Shift>
-  static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    // (x + 2^(Shift-1)) >> Shift in one pmulhrsw: (x * 2^(15-Shift) + 2^14) >> 15, exact for x < 2^16.
-    const __m128i scale = _mm_set1_epi16(1 << (15 - Shift));
-    return _mm_packus_epi16(_mm_mulhrs_epi16(lo, scale), _mm_mulhrs_epi16(hi, scale));
-  }
-  /// Pairs of groups of G bytes from e and o: lo = e0 o0 e1 o1 ... of the low halves, hi of the high halves
-  /// (per 128-bit lane on AVX2/AVX-512).
-  template <int G>
-  static void unpack(reg e, reg o, reg& lo, reg& hi) noexcept {
-    if constexpr (G == 1) lo = _mm_unpacklo_epi8(e, o), hi = _mm_unpackhi_epi8(e, o);
-    if constexpr (G == 2) lo = _mm_unpacklo_epi16(e, o), hi = _mm_unpackhi_epi16(e, o);
-    if constexpr (G == 4) lo = _mm_unpacklo_epi32(e, o), hi = _mm_unpackhi_epi32(e, o);
-    if constexpr (G == 8) lo = _mm_unpacklo_epi64(e, o), hi = _mm_unpackhi_epi64(e, o);
-    if constexpr (G == 16) lo = e, hi = o;
-  }
-  /// Stores groups of G bytes alternately from e and o: e0 o0 e1 o1 ... (2 * bytes in all).
-  template <int G>
-  static void store_interleaved(byte* p, reg e, reg o) noexcept {
-    reg lo, hi;
-    unpack<G>(e, o, lo, hi);
-    store(p, lo);
-    store(p + 16, hi);
-  }
-};
-
-struct avx2_ops {
-  using reg = __m256i;
-  using wide_reg = __m256i;
-  static constexpr int bytes = 32;
-  static reg load(const byte* p) noexcept { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static void store(byte* p, reg v) noexcept { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
-  static reg flip(reg v, byte f) noexcept { return _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(f))); }
-  static reg average(reg a, reg b) noexcept { return _mm256_avg_epu8(a, b); }
-  static wide_reg widen_lo(reg v) noexcept { return _mm256_unpacklo_epi8(v, _mm256_setzero_si256()); }
-  static wide_reg widen_hi(reg v) noexcept { return _mm256_unpackhi_epi8(v, _mm256_setzero_si256()); }
-  static wide_reg add(wide_reg a, wide_reg b) noexcept { return _mm256_add_epi16(a, b); }
-  static void three_near_plus_far(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
-    const __m256i weights = _mm256_set1_epi16(0x0103);
-    lo = _mm256_maddubs_epi16(_mm256_unpacklo_epi8(near, far), weights);
-    hi = _mm256_maddubs_epi16(_mm256_unpackhi_epi8(near, far), weights);
-  }
-  template <int Shift>
-  static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    const __m256i scale = _mm256_set1_epi16(1 << (15 - Shift));  // rounding shift in one pmulhrsw, as in sse_ops
-    return _mm256_packus_epi16(_mm256_mulhrs_epi16(lo, scale), _mm256_mulhrs_epi16(hi, scale));
-  }
-  template <int G>
-  static void unpack(reg e, reg o, reg& lo, reg& hi) noexcept {
-    if constexpr (G == 1) lo = _mm256_unpacklo_epi8(e, o), hi = _mm256_unpackhi_epi8(e, o);
-    if constexpr (G == 2) lo = _mm256_unpacklo_epi16(e, o), hi = _mm256_unpackhi_epi16(e, o);
-    if constexpr (G == 4) lo = _mm256_unpacklo_epi32(e, o), hi = _mm256_unpackhi_epi32(e, o);
-    if constexpr (G == 8) lo = _mm256_unpacklo_epi64(e, o), hi = _mm256_unpackhi_epi64(e, o);
-    if constexpr (G == 16) lo = e, hi = o;
-  }
-  /// 16-byte pixels, one per 128-bit lane (also in widened form): the pixels one and two before `cur`'s first, taken
-  /// from `prev` (the vector before).
-  static wide_reg pixels_from_1(wide_reg prev, wide_reg cur) noexcept {
-    return _mm256_permute2x128_si256(prev, cur, 0x21);
-  }
-  static wide_reg pixels_from_2(wide_reg prev, wide_reg) noexcept { return prev; }
-  // unpack works within 128-bit lanes: lane k of lo/hi holds the first/second half of input lane k's pairs.
-  template <int G>
-  static void store_interleaved(byte* p, reg e, reg o) noexcept {
-    reg lo, hi;
-    unpack<G>(e, o, lo, hi);
-    store(p, _mm256_permute2x128_si256(lo, hi, 0x20));
-    store(p + 32, _mm256_permute2x128_si256(lo, hi, 0x31));
-  }
-};
-
-#if MOSAIQ_TARGET_AVX512
-struct avx512_ops {
-  using reg = __m512i;
-  using wide_reg = __m512i;
-  static constexpr int bytes = 64;
-  static reg load(const byte* p) noexcept { return _mm512_loadu_si512(p); }
-  static void store(byte* p, reg v) noexcept { _mm512_storeu_si512(p, v); }
-  static reg flip(reg v, byte f) noexcept { return _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(f))); }
-  static reg average(reg a, reg b) noexcept { return _mm512_avg_epu8(a, b); }
-  static wide_reg widen_lo(reg v) noexcept { return _mm512_unpacklo_epi8(v, _mm512_setzero_si512()); }
-  static wide_reg widen_hi(reg v) noexcept { return _mm512_unpackhi_epi8(v, _mm512_setzero_si512()); }
-  static wide_reg add(wide_reg a, wide_reg b) noexcept { return _mm512_add_epi16(a, b); }
-  static void three_near_plus_far(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
-    const __m512i weights = _mm512_set1_epi16(0x0103);
-    lo = _mm512_maddubs_epi16(_mm512_unpacklo_epi8(near, far), weights);
-    hi = _mm512_maddubs_epi16(_mm512_unpackhi_epi8(near, far), weights);
-  }
-  template <int Shift>
-  static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    const __m512i scale = _mm512_set1_epi16(1 << (15 - Shift));  // rounding shift in one pmulhrsw, as in sse_ops
-    return _mm512_packus_epi16(_mm512_mulhrs_epi16(lo, scale), _mm512_mulhrs_epi16(hi, scale));
-  }
-  template <int G>
-  static void unpack(reg e, reg o, reg& lo, reg& hi) noexcept {
-    if constexpr (G == 1) lo = _mm512_unpacklo_epi8(e, o), hi = _mm512_unpackhi_epi8(e, o);
-    if constexpr (G == 2) lo = _mm512_unpacklo_epi16(e, o), hi = _mm512_unpackhi_epi16(e, o);
-    if constexpr (G == 4) lo = _mm512_unpacklo_epi32(e, o), hi = _mm512_unpackhi_epi32(e, o);
-    if constexpr (G == 8) lo = _mm512_unpacklo_epi64(e, o), hi = _mm512_unpackhi_epi64(e, o);
-    if constexpr (G == 16) lo = e, hi = o;
-  }
-  static wide_reg pixels_from_1(wide_reg prev, wide_reg cur) noexcept { return _mm512_alignr_epi64(cur, prev, 6); }
-  static wide_reg pixels_from_2(wide_reg prev, wide_reg cur) noexcept { return _mm512_alignr_epi64(cur, prev, 4); }
-  // Lane k of lo/hi (128 bits each) holds the first/second half of lane k's groups; put them back in memory order.
-  template <int G>
-  static void store_interleaved(byte* p, reg e, reg o) noexcept {
-    reg lo, hi;
-    unpack<G>(e, o, lo, hi);
-    store(p, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi));
-    store(p + 64, _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), hi));
-  }
-};
-#endif
-#elif MOSAIQ_TARGET_NEON
-struct neon_ops {
-  using reg = uint8x16_t;
-  using wide_reg = uint16x8_t;
-  static constexpr int bytes = 16;
-  static reg load(const byte* p) noexcept { return vld1q_u8(p); }
-  static void store(byte* p, reg v) noexcept { vst1q_u8(p, v); }
-  static reg flip(reg v, byte f) noexcept { return veorq_u8(v, vdupq_n_u8(f)); }
-  static reg average(reg a, reg b) noexcept { return vrhaddq_u8(a, b); }
-  static wide_reg widen_lo(reg v) noexcept { return vmovl_u8(vget_low_u8(v)); }
-  static wide_reg widen_hi(reg v) noexcept { return vmovl_u8(vget_high_u8(v)); }
-  static wide_reg add(wide_reg a, wide_reg b) noexcept { return vaddq_u16(a, b); }
-  static void three_near_plus_far(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
-    const uint8x8_t three = vdup_n_u8(3);
-    lo = vmlal_u8(vmovl_u8(vget_low_u8(far)), vget_low_u8(near), three);
-    hi = vmlal_u8(vmovl_u8(vget_high_u8(far)), vget_high_u8(near), three);
-  }
-  template <int Shift>
-  static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {
-    return vcombine_u8(vrshrn_n_u16(lo, Shift), vrshrn_n_u16(hi, Shift));
-  }
-  template <int G>
-  static void store_interleaved(byte* p, reg e, reg o) noexcept {
-    if constexpr (G == 1) {
-      vst2q_u8(p, uint8x16x2_t{{e, o}});
-    } else if constexpr (G == 2) {
-      vst2q_u16(reinterpret_cast<std::uint16_t*>(p), uint16x8x2_t{{vreinterpretq_u16_u8(e), vreinterpretq_u16_u8(o)}});
-    } else if constexpr (G == 4) {
-      vst2q_u32(reinterpret_cast<std::uint32_t*>(p), uint32x4x2_t{{vreinterpretq_u32_u8(e), vreinterpretq_u32_u8(o)}});
-    } else if constexpr (G == 8) {
-      store(p, vcombine_u8(vget_low_u8(e), vget_low_u8(o)));
-      store(p + 16, vcombine_u8(vget_high_u8(e), vget_high_u8(o)));
-    } else {
-      store(p, e);
-      store(p + 16, o);
-    }
-  }
-};
-#endif
 
 /// The 2x kernels on one byte-vector width.
 template <class Ops, resize_mode Mode, byte Flip>
@@ -472,15 +298,18 @@ struct vector_kernels {
   }
 };
 
-#if MOSAIQ_TARGET_AVX512
+#if MOSAIQ_TARGET_SIMD
 template <resize_mode M, byte F>
-using widest = vector_kernels<avx512_ops, M, F>;
-#elif MOSAIQ_TARGET_AVX2
-template <resize_mode M, byte F>
-using widest = vector_kernels<avx2_ops, M, F>;
-#elif MOSAIQ_TARGET_NEON
-template <resize_mode M, byte F>
-using widest = vector_kernels<neon_ops, M, F>;
+using widest = vector_kernels<typename native_widths::widest, M, F>;
+
+/// `step(kernels, first)` on each byte width of the target, widest first, each from where the previous stopped (rows
+/// too short for the widest vector, e.g. 64 bytes on AVX-512, continue with narrower ones); returns where the last
+/// stopped.
+template <resize_mode Mode, byte Flip, class... Ops, class Step>
+[[gnu::always_inline]] inline int across_widths(byte_widths<Ops...>, int first, Step step) noexcept {
+  ((first = step(vector_kernels<Ops, Mode, Flip>{}, first)), ...);
+  return first;
+}
 #endif
 
 #if MOSAIQ_TARGET_SIMD
@@ -489,14 +318,9 @@ inline void dense_row_with_edges(const row_pass& r) noexcept {
   // Half-pixel reads the left neighbour, so pixel 0 (clamped) goes through the scalar twin.
   const int head = Mode == resize_mode::half_pixel ? std::min(1, r.width) : 0;
   scalar_pixels<Mode, Flip>(r, 0, head, 0, G);
-  int done = widest<Mode, Flip>::template dense_row<G>(r, head);
-  // Rows too short for the widest vector (e.g. 64 bytes on AVX-512) continue with narrower ones.
-#if MOSAIQ_TARGET_AVX512
-  done = vector_kernels<avx2_ops, Mode, Flip>::template dense_row<G>(r, done);
-#endif
-#if MOSAIQ_TARGET_AVX2
-  done = vector_kernels<sse_ops, Mode, Flip>::template dense_row<G>(r, done);
-#endif
+  const int done = across_widths<Mode, Flip>(native_widths{}, head, [&r]<class Kernels>(Kernels, int first) {
+    return Kernels::template dense_row<G>(r, first);
+  });
   scalar_pixels<Mode, Flip>(r, done, r.width, 0, G);
 }
 
@@ -522,13 +346,8 @@ inline void run_row(const row_pass& r, bool dense) noexcept {
           break;
       }
     }
-    int c = widest<Mode, Flip>::pixel_blocks(r, 0);
-#if MOSAIQ_TARGET_AVX512
-    c = vector_kernels<avx2_ops, Mode, Flip>::pixel_blocks(r, c);
-#endif
-#if MOSAIQ_TARGET_AVX2
-    c = vector_kernels<sse_ops, Mode, Flip>::pixel_blocks(r, c);
-#endif
+    const int c = across_widths<Mode, Flip>(
+        native_widths{}, 0, [&r]<class Kernels>(Kernels, int first) { return Kernels::pixel_blocks(r, first); });
     scalar_pixels<Mode, Flip>(r, 0, r.width, c, r.channels);
   }
 #else
@@ -682,236 +501,7 @@ struct flat_table {
   }
 };
 
-// Float-vector operations per ISA. `product` multiplies and then passes the result through an empty asm statement:
-// the sums below must add the products exactly as rounded to float32, and GCC contracts a multiply feeding an add
-// into an FMA whenever FMA is enabled (-ffp-contract=fast is its default in GNU mode, also for intrinsics, which are
-// plain vector arithmetic to it). The barrier makes that contraction impossible whatever flags the user builds with.
-#if MOSAIQ_TARGET_AVX512
-struct avx512_float {
-  using vf = __m512;
-  static constexpr int lanes = 16;
-  static __mmask16 mask(int n) noexcept { return static_cast<__mmask16>((1u << n) - 1u); }
-  static vf load(const float* p) noexcept { return _mm512_loadu_ps(p); }
-  static vf load(const float* p, int n) noexcept { return _mm512_maskz_loadu_ps(mask(n), p); }
-  static vf gather(const float* base, const std::int32_t* index) noexcept {
-    return _mm512_i32gather_ps(_mm512_loadu_si512(index), base, 4);
-  }
-  /// window[index[i]] for each lane (indices below lanes).
-  static vf permute(vf window, const std::int32_t* index) noexcept {
-    return _mm512_permutexvar_ps(_mm512_loadu_si512(index), window);
-  }
-  static vf broadcast(float w) noexcept { return _mm512_set1_ps(w); }
-  static vf product(vf a, vf b) noexcept {
-    vf p = _mm512_mul_ps(a, b);
-    asm("" : "+v"(p));  // no FMA contraction: see above
-    return p;
-  }
-  static vf add(vf a, vf b) noexcept { return _mm512_add_ps(a, b); }
-  /// floor(sum + 0.5f) as int32: the conversion rounds toward -inf.
-  static __m512i rounded(vf sum) noexcept {
-    return _mm512_cvt_roundps_epi32(_mm512_add_ps(sum, _mm512_set1_ps(0.5f)),
-                                    _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  }
-  template <class T>
-  static void store(T* p, vf sum, int n = lanes) noexcept {
-    const __m512i v = rounded(sum);
-    if constexpr (std::same_as<T, u8>)
-      _mm512_mask_cvtusepi32_storeu_epi8(p, mask(n), _mm512_max_epi32(v, _mm512_setzero_si512()));
-    else
-      _mm512_mask_cvtsepi32_storeu_epi8(p, mask(n), v);
-  }
-  /// Four vectors of sums to 4 * lanes results: two packs (saturating, like the clamp) and one lane permute.
-  template <class T>
-  static void store4(T* p, vf s0, vf s1, vf s2, vf s3) noexcept {
-    const __m512i low = _mm512_packs_epi32(rounded(s0), rounded(s1)),
-                  high = _mm512_packs_epi32(rounded(s2), rounded(s3));
-    const __m512i bytes = std::same_as<T, u8> ? _mm512_packus_epi16(low, high) : _mm512_packs_epi16(low, high);
-    // 128-bit lane k holds dwords s0[k], s1[k], s2[k], s3[k] (4 results each).
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    _mm512_storeu_si512(p, _mm512_permutexvar_epi32(order, bytes));
-  }
-  template <class T>
-  static vf widen(__m128i bytes) noexcept {
-    if constexpr (std::same_as<T, u8>)
-      return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
-    else
-      return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
-  }
-  /// dst[i] = float(src[i]) * w for i < count.
-  template <class T>
-  static void convert(const T* src, int count, float w, float* dst) noexcept {
-    const vf weight = broadcast(w);
-    int i = 0;
-    for (; i + lanes <= count; i += lanes)
-      _mm512_storeu_ps(dst + i,
-                       _mm512_mul_ps(widen<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))), weight));
-    if (i < count) {
-      const __mmask16 m = mask(count - i);
-      const __m128i bytes = _mm512_castsi512_si128(_mm512_maskz_loadu_epi8(m, src + i));
-      _mm512_mask_storeu_ps(dst + i, m, _mm512_mul_ps(widen<T>(bytes), weight));
-    }
-  }
-};
-#endif
-
-#if MOSAIQ_TARGET_AVX2
-struct avx2_float {
-  using vf = __m256;
-  static constexpr int lanes = 8;
-  static __m256i mask(int n) noexcept {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
-  static vf load(const float* p) noexcept { return _mm256_loadu_ps(p); }
-  static vf load(const float* p, int n) noexcept { return _mm256_maskload_ps(p, mask(n)); }
-  static vf gather(const float* base, const std::int32_t* index) noexcept {
-    return _mm256_i32gather_ps(base, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(index)), 4);
-  }
-  static vf permute(vf window, const std::int32_t* index) noexcept {
-    return _mm256_permutevar8x32_ps(window, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(index)));
-  }
-  static vf broadcast(float w) noexcept { return _mm256_set1_ps(w); }
-  static vf product(vf a, vf b) noexcept {
-    vf p = _mm256_mul_ps(a, b);
-    asm("" : "+v"(p));  // no FMA contraction: see above
-    return p;
-  }
-  static vf add(vf a, vf b) noexcept { return _mm256_add_ps(a, b); }
-  /// floor(sum + 0.5f), saturated to T, in the low 8 bytes.
-  template <class T>
-  static __m128i narrowed(vf sum) noexcept {
-    const __m256i v = rounded(sum);
-    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    if constexpr (std::same_as<T, u8>)
-      return _mm_packus_epi16(words, words);
-    else
-      return _mm_packs_epi16(words, words);
-  }
-  template <class T>
-  static void store(T* p, vf sum) noexcept {
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), narrowed<T>(sum));
-  }
-  static __m256i rounded(vf sum) noexcept {
-    return _mm256_cvtps_epi32(_mm256_floor_ps(_mm256_add_ps(sum, _mm256_set1_ps(0.5f))));
-  }
-  /// Four vectors of sums to 32 results: two packs (saturating, like the clamp) and one lane permute.
-  template <class T>
-  static void store4(T* p, vf s0, vf s1, vf s2, vf s3) noexcept {
-    const __m256i low = _mm256_packs_epi32(rounded(s0), rounded(s1));
-    const __m256i high = _mm256_packs_epi32(rounded(s2), rounded(s3));
-    const __m256i bytes = std::same_as<T, u8> ? _mm256_packus_epi16(low, high) : _mm256_packs_epi16(low, high);
-    // 128-bit lane k holds dwords s0[k], s1[k], s2[k], s3[k] (4 results each).
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm256_permutevar8x32_epi32(bytes, order));
-  }
-  template <class T>
-  static void store(T* p, vf sum, int n) noexcept {
-    alignas(16) T bytes[16];
-    _mm_store_si128(reinterpret_cast<__m128i*>(bytes), narrowed<T>(sum));
-    std::memcpy(p, bytes, static_cast<std::size_t>(n) * sizeof(T));
-  }
-  template <class T>
-  static void convert(const T* src, int count, float w, float* dst) noexcept {
-    const vf weight = broadcast(w);
-    int i = 0;
-    for (; i + lanes <= count; i += lanes) {
-      const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i));
-      const __m256i words = std::same_as<T, u8> ? _mm256_cvtepu8_epi32(bytes) : _mm256_cvtepi8_epi32(bytes);
-      _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(words), weight));
-    }
-    for (; i < count; ++i) dst[i] = static_cast<float>(src[i]) * w;
-  }
-};
-#elif MOSAIQ_TARGET_NEON
-struct neon_float {
-  using vf = float32x4_t;
-  static constexpr int lanes = 4;
-  static vf load(const float* p) noexcept { return vld1q_f32(p); }
-  static vf load(const float* p, int n) noexcept {
-    float lanes_in[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    std::memcpy(lanes_in, p, static_cast<std::size_t>(n) * sizeof(float));
-    return vld1q_f32(lanes_in);
-  }
-  static vf gather(const float* base, const std::int32_t* index) noexcept {
-    vf v = vld1q_dup_f32(base + index[0]);
-    v = vld1q_lane_f32(base + index[1], v, 1);
-    v = vld1q_lane_f32(base + index[2], v, 2);
-    return vld1q_lane_f32(base + index[3], v, 3);
-  }
-  static vf permute(vf window, const std::int32_t* index) noexcept {
-    float lanes_in[4];
-    vst1q_f32(lanes_in, window);
-    return gather(lanes_in, index);
-  }
-  static vf broadcast(float w) noexcept { return vdupq_n_f32(w); }
-  static vf product(vf a, vf b) noexcept {
-    vf p = vmulq_f32(a, b);
-    asm("" : "+w"(p));  // no FMA contraction: see above
-    return p;
-  }
-  static vf add(vf a, vf b) noexcept { return vaddq_f32(a, b); }
-  /// floor(sum + 0.5f), saturated to T, in the low 4 bytes.
-  template <class T>
-  static std::uint32_t narrowed(vf sum) noexcept {
-    const vf half_up = vaddq_f32(sum, vdupq_n_f32(0.5f));
-#if MOSAIQ_TARGET_NEON64
-    const int32x4_t v = vcvtmq_s32_f32(half_up);
-#else
-    // ARMv7 converts toward zero only: one less where that rounded up (negative non-integers).
-    const int32x4_t truncated = vcvtq_s32_f32(half_up);
-    const int32x4_t v = vaddq_s32(truncated, vreinterpretq_s32_u32(vcgtq_f32(vcvtq_f32_s32(truncated), half_up)));
-#endif
-    const int16x4_t half = vqmovn_s32(v);
-    const int16x8_t words = vcombine_s16(half, half);
-    uint8x8_t bytes;
-    if constexpr (std::same_as<T, u8>)
-      bytes = vqmovun_s16(words);
-    else
-      bytes = vreinterpret_u8_s8(vqmovn_s16(words));
-    return vget_lane_u32(vreinterpret_u32_u8(bytes), 0);
-  }
-  template <class T>
-  static void store(T* p, vf sum, int n = lanes) noexcept {
-    const std::uint32_t bytes = narrowed<T>(sum);
-    std::memcpy(p, &bytes, static_cast<std::size_t>(n));
-  }
-  template <class T>
-  static void store4(T* p, vf s0, vf s1, vf s2, vf s3) noexcept {
-    store<T>(p, s0), store<T>(p + 4, s1), store<T>(p + 8, s2), store<T>(p + 12, s3);
-  }
-  template <class T>
-  static void convert(const T* src, int count, float w, float* dst) noexcept {
-    int i = 0;
-    for (; i + 8 <= count; i += 8) {
-      float32x4_t lo, hi;
-      if constexpr (std::same_as<T, u8>) {
-        const uint16x8_t words = vmovl_u8(vld1_u8(src + i));
-        lo = vcvtq_f32_u32(vmovl_u16(vget_low_u16(words)));
-        hi = vcvtq_f32_u32(vmovl_u16(vget_high_u16(words)));
-      } else {
-        const int16x8_t words = vmovl_s8(vld1_s8(src + i));
-        lo = vcvtq_f32_s32(vmovl_s16(vget_low_s16(words)));
-        hi = vcvtq_f32_s32(vmovl_s16(vget_high_s16(words)));
-      }
-      vst1q_f32(dst + i, vmulq_n_f32(lo, w));
-      vst1q_f32(dst + i + 4, vmulq_n_f32(hi, w));
-    }
-    for (; i < count; ++i) dst[i] = static_cast<float>(src[i]) * w;
-  }
-};
-#endif
-
-#if MOSAIQ_TARGET_AVX512
-inline constexpr bool has_kernel = true;
-using float_ops = avx512_float;
-#elif MOSAIQ_TARGET_AVX2
-inline constexpr bool has_kernel = true;
-using float_ops = avx2_float;
-#elif MOSAIQ_TARGET_NEON
-inline constexpr bool has_kernel = true;
-using float_ops = neon_float;
-#else
-inline constexpr bool has_kernel = false;
-#endif
+inline constexpr bool has_kernel = MOSAIQ_TARGET_SIMD;
 
 #if MOSAIQ_TARGET_SIMD
 template <quantized_element T>

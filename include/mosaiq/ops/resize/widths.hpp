@@ -1,0 +1,21 @@
+// The byte widths a target's 2x resize kernels run at, widest first: each ISA's file (ops/resize/<isa>.hpp) names
+// its list, and a row continues with the next narrower width where the wider one stops.
+#pragma once
+
+#include <cstdint>
+
+#include "mosaiq/simd/target.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
+namespace detail::upsample {
+
+using byte = std::uint8_t;
+
+/// Byte-vector operation sets (see ops/resize/x86.hpp), widest first.
+template <class Widest, class... Narrower>
+struct byte_widths {
+  using widest = Widest;
+};
+
+}  // namespace detail::upsample
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
