@@ -1,12 +1,14 @@
 # mosaiq_add_model(<target> MODEL <file.tflite> [TYPE i8|u8] [NAME <name>] [CALIBRATION <image>...]
-#                  [OUTPUT_DIR <dir>])
+#                  [OUTPUT_DIR <dir>] [MAX_THREADS <n>])
 #
 # Runs mosaiq-import on the model at build time (again whenever the model or the importer changes) and makes the
 # result available to <target>: the header <name>.hpp (defining `<name>::network`, a mosaiq::network type) on its
 # include path, and the weights blob <name>.mosaiq, whose path <target> sees as the compile definition
 # MOSAIQ_MODEL_<NAME>_WEIGHTS (NAME upper-cased). NAME defaults to the model file's name without extension;
 # OUTPUT_DIR to ${CMAKE_CURRENT_BINARY_DIR}/mosaiq_models. The importer is the in-tree mosaiq-import target, or
-# the installed mosaiq::mosaiq-import of find_package(mosaiq).
+# the installed mosaiq::mosaiq-import of find_package(mosaiq). The include path and the definitions are PUBLIC: a
+# library holding the network (e.g. the per-target objects of mosaiq_add_multitarget) passes them to its users.
+# MAX_THREADS builds the network for runs on up to <n> threads (`input<...>::with_max_threads<n>`; default 1).
 #
 # A float model needs CALIBRATION photos (any size, RGB; decoded with stb_image, Debian libstb-dev): mosaiq-import
 # then writes the header and the float weights <name>.float.mosaiq (the path is MOSAIQ_MODEL_<NAME>_FLOAT_WEIGHTS),
@@ -16,7 +18,7 @@
 # ranges at a percentile instead of min/max; --mse-u8-filters: MSE-best u8 filter ranges).
 set(MOSAIQ_CALIBRATOR_SOURCE ${CMAKE_CURRENT_LIST_DIR}/MosaiqCalibrator.cpp.in)
 function(mosaiq_add_model target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODEL;TYPE;NAME;OUTPUT_DIR" "CALIBRATION;CALIBRATION_OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODEL;TYPE;NAME;OUTPUT_DIR;MAX_THREADS" "CALIBRATION;CALIBRATION_OPTIONS")
   if(NOT arg_MODEL)
     message(FATAL_ERROR "mosaiq_add_model(${target}): give the model file, MODEL <file.tflite>")
   endif()
@@ -49,6 +51,12 @@ function(mosaiq_add_model target)
   if(arg_TYPE)
     list(APPEND options --type ${arg_TYPE})
   endif()
+  if(arg_MAX_THREADS)
+    if(NOT arg_MAX_THREADS MATCHES "^[1-9][0-9]*$")
+      message(FATAL_ERROR "mosaiq_add_model(${target}): MAX_THREADS is a thread count, not ${arg_MAX_THREADS}")
+    endif()
+    list(APPEND options --max-threads ${arg_MAX_THREADS})
+  endif()
   set(images)
   foreach(image IN LISTS arg_CALIBRATION)
     get_filename_component(image ${image} ABSOLUTE BASE_DIR ${CMAKE_CURRENT_SOURCE_DIR})
@@ -70,7 +78,7 @@ function(mosaiq_add_model target)
                        DEPENDS ${calibrator} ${float_blob} ${images}
                        COMMENT "mosaiq calibrator: ${name}.float.mosaiq on ${image_count} images -> ${name}.mosaiq"
                        VERBATIM)
-    target_compile_definitions(${target} PRIVATE MOSAIQ_MODEL_${upper}_FLOAT_WEIGHTS="${float_blob}")
+    target_compile_definitions(${target} PUBLIC MOSAIQ_MODEL_${upper}_FLOAT_WEIGHTS="${float_blob}")
   else()
     add_custom_command(OUTPUT ${header} ${blob}
                        COMMAND ${CMAKE_COMMAND} -E make_directory ${arg_OUTPUT_DIR}
@@ -80,8 +88,8 @@ function(mosaiq_add_model target)
   endif()
   # The blob is a source too, so that building <target> makes it (a float model's calibrator runs then).
   target_sources(${target} PRIVATE ${header} ${blob})
-  target_include_directories(${target} PRIVATE ${arg_OUTPUT_DIR})
-  target_compile_definitions(${target} PRIVATE MOSAIQ_MODEL_${upper}_WEIGHTS="${blob}")
+  target_include_directories(${target} PUBLIC ${arg_OUTPUT_DIR})
+  target_compile_definitions(${target} PUBLIC MOSAIQ_MODEL_${upper}_WEIGHTS="${blob}")
 endfunction()
 
 # The calibrator program of one imported float model (once per name and output directory): its source is

@@ -80,6 +80,17 @@ void check_generated_network(const std::string& model) {
     CAPTURE(trial);
     REQUIRE(expected.size() == output.size());
     CHECK(output == expected);
+    if constexpr (Net::max_threads > 1) {
+      // The same on max_threads threads and on more (the extra ones stay idle).
+      for (const int threads : {Net::max_threads, Net::max_threads + 1}) {
+        mosaiq::thread_pool pool(threads);
+        std::vector<T> threaded(output.size());
+        Net::run(prepared, mosaiq::tensor_view<const T>(input.data(), Net::input_shape),
+                 mosaiq::tensor_view<T>(threaded.data(), Net::output_shape), arena, pool);
+        CAPTURE(threads);
+        CHECK(threaded == output);
+      }
+    }
     // A network that saturated everywhere would prove little: the outputs must vary.
     CHECK(std::count(output.begin(), output.end(), output.front()) < static_cast<std::ptrdiff_t>(output.size()));
   }
@@ -119,6 +130,9 @@ TEST_CASE("generated networks have the model's structure") {
   static_assert(branches_u8::network::layer_count > 15);
   static_assert(branches_u8::network::output_shape == mosaiq::shape{4, 4, 5});
   static_assert(head_i8::network::output_shape == mosaiq::shape{1, 1, 4});
+  // mosaiq_add_model MAX_THREADS (tests/CMakeLists.txt): the branches and gate models run on up to two threads.
+  static_assert(branches_u8::network::max_threads == 2 && gate_i8::network::max_threads == 2);
+  static_assert(head_u8::network::max_threads == 1);
   const std::string header = text_of(models_dir + "/branches_u8.hpp");
   CHECK(header.find("mosaiq::layers::add<\"t") != std::string::npos);
   CHECK(header.find("mosaiq::layers::concat<\"t") != std::string::npos);

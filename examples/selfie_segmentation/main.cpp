@@ -1,21 +1,25 @@
-// MediaPipe Selfie Segmentation, a trained model, as a mosaiq static network generated at build time from its
-// .tflite: mosaiq_add_model imported the float model (float16 weights) and quantized it to int8 on face-api's six
-// demo photos (examples/CMakeLists.txt). Runs it on a photo, prints the per-layer profile, and writes the person
-// mask (grayscale, the photo's size) and a composite with the background blurred.
+// MediaPipe Selfie Segmentation, a trained model, as mosaiq static networks generated at build time from its two
+// .tflite files (256x256 and 144x256 "landscape"): mosaiq_add_model imported the float models (float16 weights) and
+// quantized them to int8 on face-api's six demo photos (examples/CMakeLists.txt). Runs one on a photo, prints the
+// per-layer profile, and writes the person mask (grayscale, the photo's size) and a composite with the background
+// blurred.
 //
-//   selfie_segmentation [--runs N] photo.(jpg|png|...) [output prefix]
+//   selfie_segmentation [--model square|landscape] [--threads N] [--runs N] photo.(jpg|png|...) [output prefix]
 //
-// Writes <prefix>_mask.png and <prefix>_blurred.jpg (prefix: the photo's name without extension, in the current
-// directory).
+// The model is the landscape one for photos wider than tall, else the square one, unless --model says. Writes
+// <prefix>_mask.png and <prefix>_blurred.jpg (prefix: the photo's name without extension, in the current directory).
+//
+// One portable binary: both networks are built once per target (selfie_networks.cpp) and the best target this CPU
+// runs is picked at start; the first line says which.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #define STB_IMAGE_IMPLEMENTATION
@@ -23,16 +27,26 @@
 #include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
 
+#include <mosaiq/dispatch.hpp>
 #include <mosaiq/mosaiq.hpp>
 #include <mosaiq/tools.hpp>
 
-#include "selfie_segmentation.hpp"
+#include "../common/aligned_bytes.hpp"
+#include "../common/threads.hpp"
+#include "selfie_landscape.hpp"
+#include "selfie_square.hpp"
+
+MOSAIQ_DECLARE_NETWORK_ENTRIES(selfie_square_net)
+MOSAIQ_DECLARE_NETWORK_ENTRIES(selfie_landscape_net)
 
 namespace {
 
 namespace mq = mosaiq;
-using net = selfie_segmentation::network;
-using T = net::element_type;
+using T = selfie_square::network::element_type;
+static_assert(std::is_same_v<T, selfie_landscape::network::element_type>);
+// examples/CMakeLists.txt builds both for mosaiq_examples::max_threads threads (MAX_THREADS).
+static_assert(selfie_square::network::max_threads == mosaiq_examples::max_threads &&
+              selfie_landscape::network::max_threads == mosaiq_examples::max_threads);
 
 bool load_photo(const char* path, mq::tools::rgb_image& image) {
   int width = 0, height = 0, channels = 0;
@@ -88,53 +102,12 @@ std::vector<mq::u8> blur_background(const mq::tools::rgb_image& photo, std::span
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int runs = 20;
-  const char* photo_path = nullptr;
-  std::string prefix;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--runs" && i + 1 < argc)
-      runs = std::max(1, std::atoi(argv[++i]));
-    else if (photo_path == nullptr && !arg.starts_with("--"))
-      photo_path = argv[i];
-    else if (prefix.empty() && !arg.starts_with("--"))
-      prefix = argv[i];
-    else
-      photo_path = nullptr, i = argc;
-  }
-  if (photo_path == nullptr) {
-    std::fprintf(stderr, "usage: %s [--runs N] photo [output prefix]\n", argv[0]);
-    return 2;
-  }
-  if (prefix.empty()) prefix = std::filesystem::path(photo_path).stem().string();
-
-  // The weights blob the build's calibrator wrote; the load-time packing.
-  auto weights = std::make_unique<net::weights>();
-  if (!net::load(read_file(MOSAIQ_MODEL_SELFIE_SEGMENTATION_WEIGHTS), *weights)) return 1;
-  const auto prepared = std::make_unique<net::prepared>(net::prepare(*weights));
-
-  mq::tools::rgb_image photo;
-  if (!load_photo(photo_path, photo)) return 1;
-  const std::vector<T> input = mq::tools::quantize_input<net>(*weights, mq::tools::input_from_rgb<net>(photo));
-  std::vector<T> output(net::output_shape.elements());
-  alignas(64) static std::byte arena[net::arena_bytes];
-
-  std::printf("mosaiq: MediaPipe Selfie Segmentation (generated from selfie_segmentation.tflite), int8, ISA %s\n",
-              mq::simd::to_string(mq::simd::native_isa).data());
-  std::printf("photo     %s (%dx%d, stretched to %dx%d, / 255)\n", photo_path, photo.width, photo.height,
-              net::input_shape.width, net::input_shape.height);
-  std::printf("network   %zu layers, %.2f M MACs, arena %zu bytes, weights %llu bytes\n\n", net::layer_count,
-              double(net::macs) / 1e6, net::arena_bytes, static_cast<unsigned long long>(net::weight_bytes));
-  mq::profile<net>(*prepared, mq::tensor_view<const T>(input.data(), net::input_shape),
-                   mq::tensor_view<T>(output.data(), net::output_shape), arena, runs, stdout);
-
-  // The person probability, resized to the photo (bilinear, half-pixel).
-  const std::vector<float> probability = mq::tools::dequantize_output<net>(*weights, output);
+/// The person probability (the network's output, `shape`) resized to the photo; writes <prefix>_mask.png and
+/// <prefix>_blurred.jpg.
+int write_results(const mq::tools::rgb_image& photo, const std::vector<float>& probability, mq::shape shape,
+                  const std::string& prefix) {
   std::vector<float> person(std::size_t(photo.width) * std::size_t(photo.height));
-  mq::reference::resize_bilinear(mq::tensor_view<const float>(probability.data(), net::output_shape),
+  mq::reference::resize_bilinear(mq::tensor_view<const float>(probability.data(), shape),
                                  mq::tensor_view<float>(person.data(), {photo.height, photo.width, 1}),
                                  mq::resize_mode::half_pixel);
   std::vector<mq::u8> mask(person.size());
@@ -153,4 +126,92 @@ int main(int argc, char** argv) {
   std::printf("\nmask      %s (person probability x 255; %.1f%% of the photo above 0.5)\ncomposite %s\n",
               mask_path.c_str(), 100.0 * double(inside) / double(person.size()), composite_path.c_str());
   return 0;
+}
+
+/// What the command line asks for.
+struct options {
+  const char* photo_path = nullptr;
+  std::string prefix;
+  std::string_view model;  // "square", "landscape" or empty (by the photo's orientation)
+  int runs = 20;
+  int threads = 1;
+};
+
+/// Runs network Net (its per-target builds `entries`, the weights blob at `blob_path`) on the photo and writes the
+/// mask and the composite.
+template <class Net>
+int segment(const mq::dispatch::entry_list& entries, const char* blob_path, const char* model_name,
+            const mq::tools::rgb_image& photo, const options& o) {
+  const mq::dispatch::network_entry* entry = mq::select_entry(entries);
+  if (entry == nullptr) {
+    std::fprintf(stderr, "no linked target of the %s model runs on this CPU\n", model_name);
+    return 1;
+  }
+  // The state (weights, prepared network) outlives the network, whose destructor destroys it.
+  mosaiq_examples::aligned_bytes state(entry->state_bytes, entry->state_alignment);
+  mq::dispatched_network network(*entry);
+  if (const mq::status s = network.prepare(read_file(blob_path), state.bytes); !s) {
+    std::fprintf(stderr, "%s: %s\n", blob_path, s.message);
+    return 1;
+  }
+  const std::vector<T> input = mq::tools::quantize<T>(mq::tools::input_from_rgb<Net>(photo), network.input_quant());
+  std::vector<T> output(Net::output_shape.elements());
+  mosaiq_examples::aligned_bytes arena(network.arena_bytes(), 64);
+
+  std::printf("mosaiq: MediaPipe Selfie Segmentation, %s model (generated from its .tflite), int8, target %.*s\n",
+              model_name, int(network.target().size()), network.target().data());
+  std::printf("photo     %s (%dx%d, stretched to %dx%d, / 255)\n", o.photo_path, photo.width, photo.height,
+              Net::input_shape.width, Net::input_shape.height);
+  std::printf("network   %zu layers, %.2f M MACs, arena %zu bytes, weights %llu bytes, %d thread%s\n\n",
+              Net::layer_count, double(network.macs()) / 1e6, network.arena_bytes(),
+              static_cast<unsigned long long>(network.weight_bytes()), o.threads, o.threads == 1 ? "" : "s");
+  mq::thread_pool pool(o.threads);
+  const mq::tensor_view<const T> input_view(input.data(), Net::input_shape);
+  const mq::tensor_view<T> output_view(output.data(), Net::output_shape);
+  if (const mq::status s = network.profile(input_view, output_view, arena.bytes, o.runs, stdout, pool); !s) {
+    std::fprintf(stderr, "run: %s\n", s.message);
+    return 1;
+  }
+  return write_results(photo, mq::tools::dequantize(std::span<const T>(output), network.output_quant()),
+                       Net::output_shape, o.prefix);
+}
+
+/// Parses the command line into `o`; false on a mistake (the caller prints the usage).
+bool parse(int argc, char** argv, options& o) {
+  o.threads = mosaiq_examples::take_threads_flag(argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--runs" && i + 1 < argc)
+      o.runs = std::max(1, std::atoi(argv[++i]));
+    else if (arg == "--model" && i + 1 < argc)
+      o.model = argv[++i];
+    else if (o.photo_path == nullptr && !arg.starts_with("--"))
+      o.photo_path = argv[i];
+    else if (o.prefix.empty() && !arg.starts_with("--"))
+      o.prefix = argv[i];
+    else
+      return false;
+  }
+  if (o.prefix.empty() && o.photo_path != nullptr) o.prefix = std::filesystem::path(o.photo_path).stem().string();
+  return o.photo_path != nullptr && o.threads != 0 &&
+         (o.model.empty() || o.model == "square" || o.model == "landscape");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  if (!parse(argc, argv, o)) {
+    std::fprintf(stderr, "usage: %s [--model square|landscape] [--threads 1..%d] [--runs N] photo [output prefix]\n",
+                 argv[0], mosaiq_examples::max_threads);
+    return 2;
+  }
+  mq::tools::rgb_image photo;
+  if (!load_photo(o.photo_path, photo)) return 1;
+  const bool landscape = o.model.empty() ? photo.width > photo.height : o.model == "landscape";
+  if (landscape)
+    return segment<selfie_landscape::network>(MOSAIQ_NETWORK_ENTRIES(selfie_landscape_net),
+                                              MOSAIQ_MODEL_SELFIE_LANDSCAPE_WEIGHTS, "landscape 144x256", photo, o);
+  return segment<selfie_square::network>(MOSAIQ_NETWORK_ENTRIES(selfie_square_net), MOSAIQ_MODEL_SELFIE_SQUARE_WEIGHTS,
+                                         "square 256x256", photo, o);
 }

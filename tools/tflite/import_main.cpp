@@ -1,11 +1,12 @@
 // mosaiq-import MODEL.tflite --out-header NET.hpp (--out-weights NET.mosaiq | --out-float-weights NET.float.mosaiq)
-//               [--type i8|u8] [--name NAME]
+//               [--type i8|u8] [--name NAME] [--max-threads N]
 // Reads a TFLite model, applies the pattern passes and writes the header that defines its static network type and
 // its weights. Quantized (uint8/int8) models keep their scales and zero points and give the weights blob the
 // network's load() reads (--out-weights); --type, when given, must name their element type. Float models give the
 // float weights file (--out-float-weights) that a calibrator built against the header quantizes on images into that
 // blob (mosaiq_add_model's CALIBRATION; --type i8 by default, u8 for per-tensor uint8). Errors name the operator
-// index, its op and the reason.
+// index, its op and the reason. --max-threads N (1 by default) builds the network for runs on up to N threads.
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,15 +23,28 @@ namespace tfl = mosaiq::tflite;
 
 struct arguments {
   std::string model, header, weights, float_weights, type, name;
+  tfl::header_options header_options;
 };
+
+/// A whole decimal number in [1, header_options::max_supported_threads].
+bool parse_threads(std::string_view text, int& threads) {
+  int value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || value < 1 ||
+      value > tfl::header_options::max_supported_threads)
+    return false;
+  threads = value;
+  return true;
+}
 
 int usage(const char* program) {
   std::fprintf(stderr,
                "usage: %s MODEL.tflite --out-header NET.hpp (--out-weights NET.mosaiq | --out-float-weights FILE)\n"
-               "       [--type i8|u8] [--name NAME]\n"
+               "       [--type i8|u8] [--name NAME] [--max-threads N]\n"
                "  --out-weights        quantized models: the weights blob NET::network::load reads\n"
-               "  --out-float-weights  float models: the float weights a calibrator quantizes (mosaiq_add_model)\n",
-               program);
+               "  --out-float-weights  float models: the float weights a calibrator quantizes (mosaiq_add_model)\n"
+               "  --max-threads        the network runs on up to N threads (1..%d; default 1)\n",
+               program, tfl::header_options::max_supported_threads);
   return 2;
 }
 
@@ -54,6 +68,8 @@ bool parse(int argc, char** argv, arguments& args) {
       ok = value(args.type);
     else if (arg == "--name")
       ok = value(args.name);
+    else if (arg == "--max-threads")
+      ok = i + 1 < argc && parse_threads(argv[++i], args.header_options.max_threads);
     else if (arg.starts_with("--"))
       ok = false;
     else if (args.model.empty())
@@ -120,7 +136,8 @@ int main(int argc, char** argv) {
   const std::string name = tfl::identifier_from(args.name.empty() ? model_path.stem().string() : args.name);
   // The network's blob is NAME.mosaiq beside the header (a float model's calibrator writes it there).
   const std::string blob_name = from_float ? name + ".mosaiq" : std::filesystem::path(args.weights).filename().string();
-  const std::string header = tfl::emit_header(net.value(), name, model_path.filename().string(), blob_name);
+  const std::string header =
+      tfl::emit_header(net.value(), name, model_path.filename().string(), blob_name, args.header_options);
   const std::vector<std::uint8_t> blob =
       from_float ? tfl::emit_float_weights(net.value()) : tfl::emit_blob(net.value());
   if (!write_file(args.header, header.data(), header.size()) || !write_file(weights_path, blob.data(), blob.size())) {

@@ -58,9 +58,17 @@ result<emitted_network> lower_float(const graph& g, element_type element);
 /// are layers themselves.
 void apply_emitter_patterns(graph& g);
 
+/// What the header's network is built for beyond the model itself.
+struct header_options {
+  /// Most threads a run uses (`mosaiq::input<...>::with_max_threads<N>`); the arena holds a workspace slice per
+  /// thread. The weights blob does not depend on it.
+  int max_threads = 1;
+  static constexpr int max_supported_threads = 64;
+};
+
 /// The header text: `namespace <name> { using network = mosaiq::network<...>; }` plus the blob's file name.
 std::string emit_header(const emitted_network& net, const std::string& name, const std::string& source,
-                        const std::string& blob_name);
+                        const std::string& blob_name, const header_options& options = {});
 
 /// The weights blob network::load reads for the network emit_header spells.
 std::vector<std::uint8_t> emit_blob(const emitted_network& net);
