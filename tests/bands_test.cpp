@@ -1,6 +1,14 @@
 // Banded execution (net/bands.hpp): every banded plan gives the bytes of the layer-by-layer plan, on
 // networks with odd heights, strides 2, dilations, SAME and VALID edges, pools, taps inside the chain
 // and broadcast taps from before it, on 1..4 threads, with no heap while running.
+//
+// The whole networks (banded against layer by layer) are the larger part of this unit's compile time and prove
+// the plan, the rings and their plumbing, which do not depend on the ISA level: MOSAIQ_TEST_BANDED_NETWORKS=0
+// leaves them out of a binary (tests/CMakeLists.txt: every level but the scalar one and one SIMD level per
+// architecture). The kernels' window entry points and the portrait arena bounds below stay in every binary.
+#ifndef MOSAIQ_TEST_BANDED_NETWORKS
+#define MOSAIQ_TEST_BANDED_NETWORKS 1
+#endif
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -80,6 +88,7 @@ static_assert(u8_net<banding::chain(5, 16, 2)>::arena_bytes + u8_net<banding::ch
 static_assert(u8_net<banding::chain(5, 16, 2)>::layer_by_layer_arena_bytes == u8_net<banding::off()>::arena_bytes);
 static_assert(is_valid_plan(u8_net<banding::chain(5, 20, 3)>::memory_ranges, u8_net<banding::chain(5, 20, 3)>::memory));
 
+#if MOSAIQ_TEST_BANDED_NETWORKS
 template <class Net>
 std::vector<typename Net::element_type> run_once(const typename Net::weights& w,
                                                  const std::vector<typename Net::element_type>& input) {
@@ -196,6 +205,7 @@ TEST_CASE("bands: no layer reads memory the banded plan holds dead") {
                                     tensor_view<u8>(got.data(), banded::output_shape), arena.bytes);
   CHECK(got == run_once<whole>(w, input));
 }
+#endif  // MOSAIQ_TEST_BANDED_NETWORKS
 
 /// A window entry point on image rows 4..5 of a 10-row image (they read rows 3..6 through a 3x3 SAME
 /// window): a window from row 4 misses row 3 and is reported with nothing written; one from row 3 runs.
@@ -377,6 +387,7 @@ TEST_CASE("bands: a resize window that misses a row its band reads is reported a
   CHECK(std::all_of(out.begin(), out.end(), [](u8 v) { return v == 7; }));
 }
 
+#if MOSAIQ_TEST_BANDED_NETWORKS
 // A chain through resizes (bilinear half-pixel and legacy, nearest x3) between convolutions (the resizes
 // every build joins: scalar builds run other bilinear configs through the whole-map reference).
 template <class T, banding B>
@@ -430,6 +441,7 @@ TEST_CASE("bands: two chains, maps read after a chain held whole, the schedule a
                                  tensor_view<u8>(got.data(), two::output_shape), arena.bytes);
   CHECK(got == expected);
 }
+#endif  // MOSAIQ_TEST_BANDED_NETWORKS
 
 // The portrait network of examples/portrait_segmentation: its banded plan saves about 40% of the
 // one-thread arena (the first chain's peak bounds it, see portrait_net.hpp) and keeps the bytes. The
@@ -439,6 +451,7 @@ static_assert(portrait::banded_network<u8>::arena_bytes <= 225'728);
 static_assert(portrait::banded_network<i8>::arena_bytes <= 225'728);
 static_assert(portrait::banded_network<u8>::band_saved_bytes >= 140'000);
 
+#if MOSAIQ_TEST_BANDED_NETWORKS
 template <class T>
 void check_portrait() {
   using whole = portrait::network<T>;
@@ -460,5 +473,6 @@ TEST_CASE("bands: the portrait network's banded plan gives the layer-by-layer by
   check_portrait<u8>();
   check_portrait<i8>();
 }
+#endif  // MOSAIQ_TEST_BANDED_NETWORKS
 
 }  // namespace
