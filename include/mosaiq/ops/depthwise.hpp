@@ -51,6 +51,7 @@
 #include <vector>
 
 #include "mosaiq/core/activation.hpp"
+#include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/padding.hpp"
 #include "mosaiq/core/parallel.hpp"
@@ -621,12 +622,12 @@ class depthwise {
   bool split_weights_ = false;
   std::int32_t input_zero_point_ = 0, output_zero_point_ = 0, sum_x_factor_ = 0;
   clamp_range clamp_{};
-  std::vector<weight_type> weights_;                      // [block][KH][G][16][4]
-  std::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
+  detail::vector<weight_type> weights_;                      // [block][KH][G][16][4]
+  detail::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
   std::array<std::int8_t, groups * block_bytes> group_ones_{};
   kernels::requant_epilogue requant_ = kernels::requant_epilogue::general;
 #if MOSAIQ_TARGET_AVX512_VNNI
-  std::vector<simd::avx512::requant_lanes> requant_lanes_;  // per 16 padded channel positions
+  detail::vector<simd::avx512::requant_lanes> requant_lanes_;  // per 16 padded channel positions
   const void* requant_lanes_data(int c0) const noexcept { return requant_lanes_.data() + c0 / detail::dw::block; }
 #else
   const void* requant_lanes_data(int) const noexcept { return nullptr; }

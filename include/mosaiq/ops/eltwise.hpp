@@ -58,6 +58,7 @@
 #include <type_traits>
 
 #include "mosaiq/core/activation.hpp"
+#include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
@@ -526,12 +527,12 @@ class add {
       : add(reference::make_add_params<T>(a, b, out, act)) {}
   explicit add(const reference::add_params& params) : params_(params) {
 #if defined(MOSAIQ_ADD_TABLES)
-    auto tables = std::make_shared<detail::eltwise::add_tables>(detail::eltwise::make_add_tables<R, T>(params_));
+    auto tables = detail::make_shared<detail::eltwise::add_tables>(detail::eltwise::make_add_tables<R, T>(params_));
     if (tables->exact) tables_ = std::move(tables);
 #endif
 #if MOSAIQ_TARGET_SIMD
     if (params_.valid)
-      lines_ = std::make_shared<detail::eltwise::held_line_sides>(detail::eltwise::make_add_lines<R, T>(params_));
+      lines_ = detail::make_shared<detail::eltwise::held_line_sides>(detail::eltwise::make_add_lines<R, T>(params_));
 #endif
   }
 
@@ -586,7 +587,7 @@ class mul {
   explicit mul(const reference::mul_params& params) : params_(params) {
 #if MOSAIQ_TARGET_SIMD
     if (valid())
-      lines_ = std::make_shared<detail::eltwise::held_line_sides>(detail::eltwise::make_mul_lines<R, T>(params_));
+      lines_ = detail::make_shared<detail::eltwise::held_line_sides>(detail::eltwise::make_mul_lines<R, T>(params_));
 #endif
   }
 

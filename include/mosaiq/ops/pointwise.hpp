@@ -70,6 +70,7 @@
 #include <vector>
 
 #include "mosaiq/core/activation.hpp"
+#include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
@@ -808,8 +809,8 @@ class pointwise {
 #endif
 
 #if MOSAIQ_TARGET_AVX512_VNNI
-  std::vector<simd::avx512::requant_lanes> lanes_;          // VNNI and AMX layers: per block of 16 channels
-  std::vector<simd::avx512::requant_lanes> channel_lanes_;  // narrow VNNI layers: per channel
+  detail::vector<simd::avx512::requant_lanes> lanes_;          // VNNI and AMX layers: per block of 16 channels
+  detail::vector<simd::avx512::requant_lanes> channel_lanes_;  // narrow VNNI layers: per channel
 #endif
   int channels_ = 0;
   bool ready_ = false;
@@ -818,9 +819,9 @@ class pointwise {
   bool split_weights_ = false;
   std::int32_t output_zero_point_ = 0, split_factor_ = 0;
   clamp_range clamp_{};
-  std::vector<weight_type> weights_;                      // per channel tile: [k group][block][16][4]
-  std::vector<std::int8_t> amx_weights_;                  // AMX layers: per block [k group (K padded to 64)][16][4]
-  std::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
+  detail::vector<weight_type> weights_;                      // per channel tile: [k group][block][16][4]
+  detail::vector<std::int8_t> amx_weights_;                  // AMX layers: per block [k group (K padded to 64)][16][4]
+  detail::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
 };
 
 namespace detail::pw {

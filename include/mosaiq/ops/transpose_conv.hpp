@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "mosaiq/core/activation.hpp"
+#include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/padding.hpp"
 #include "mosaiq/core/quant.hpp"
@@ -147,8 +148,8 @@ class transpose_conv {
 
   void load_gemm(const T* filter, const std::int32_t* bias, const reference::conv_requant& q) {
     const auto cin = static_cast<std::size_t>(channels_);
-    std::vector<T> rows(static_cast<std::size_t>(taps * cout) * cin);
-    std::vector<std::int32_t> biases(static_cast<std::size_t>(taps * cout), 0);
+    detail::vector<T> rows(static_cast<std::size_t>(taps * cout) * cin);
+    detail::vector<std::int32_t> biases(static_cast<std::size_t>(taps * cout), 0);
     reference::conv_requant repeated = q;
     if (q.scales.size() > 1) repeated.scales.clear();
     for (int tap = 0; tap < taps; ++tap)
@@ -301,10 +302,10 @@ class transpose_conv {
 
   int channels_ = 0;
   bool ready_ = false;
-  std::vector<gemm> gemm_;  // one, when depth_to_space (built at load; pointwise has no empty state)
-  std::vector<std::int16_t> packed_;
+  detail::vector<gemm> gemm_;  // one, when depth_to_space (built at load; pointwise has no empty state)
+  detail::vector<std::int16_t> packed_;
 #if MOSAIQ_TARGET_AVX2
-  std::vector<std::int16_t> pairs_;
+  detail::vector<std::int16_t> pairs_;
 #endif
   std::array<std::int32_t, cout> bias_{};
   reference::conv_requant requant_;
