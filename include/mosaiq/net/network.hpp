@@ -316,6 +316,8 @@ class network {
   static constexpr rounding round = Input::round;
   /// Most threads a run uses (Input::with_max_threads<N>); more in the executor are left idle.
   static constexpr int max_threads = Input::max_threads;
+  /// The banding choice the network was declared with (Input::with_banding<...>; net/banding.hpp).
+  static constexpr banding band_plan = Input::bands;
   static constexpr std::size_t layer_count = sizeof...(Layers);
   static_assert(layer_count >= 1, "mosaiq::network: give at least one layer");
 
