@@ -154,67 +154,7 @@ void register_portrait_rows(Get get, std::shared_ptr<thread_pools> pools,
 #endif
 }
 
-/// `portrait_256_<t>_banded`: the same weights and frame through portrait::banded_network (one-thread
-/// plan, its arena in the counters); the first run is compared byte for byte with the layer-by-layer
-/// output, and `banded/plain` is the time ratio against the layer-by-layer row of the same run.
-template <quantized_element T>
-struct portrait_banded {
-  using net = portrait::banded_network<T>;
-  std::unique_ptr<typename net::weights> weights = std::make_unique<typename net::weights>();
-  std::optional<typename net::prepared> prepared;
-  aligned_buffer<T> output{net::output_shape.elements()};
-  aligned_buffer<std::byte> arena{net::arena_bytes};
-
-  explicit portrait_banded(portrait_problem<T>& p) {
-    weights->input = p.weights->input;
-    weights->layers = p.weights->layers;
-    prepared.emplace(net::prepare(*weights));
-    run(p);
-    if (!std::equal(output.data(), output.data() + net::output_shape.elements(), p.output.data()))
-      throw std::runtime_error("banded portrait network differs from layer by layer");
-  }
-  void run(portrait_problem<T>& p) {
-    net::run(*prepared, tensor_view<const T>(p.input.data(), net::input_shape),
-             tensor_view<T>(output.data(), net::output_shape), arena.span());
-  }
-};
 static_assert(portrait::banded_network<u8>::banded && portrait::banded_network<u8>::band_saved_bytes > 0);
-
-template <quantized_element T, class Get>
-void register_portrait_banded_row(Get get) {
-  using net = portrait::banded_network<T>;
-  const std::string case_name = portrait_problem<T>::case_name() + "_banded";
-  auto banded = std::make_shared<std::optional<portrait_banded<T>>>();
-  auto error = std::make_shared<std::string>();
-  with_clock(1, register_row("network", "mosaiq", case_name, [=](benchmark::State& state) {
-               portrait_problem<T>& p = get();
-               if (!*banded && error->empty()) {
-                 try {
-                   p.run();  // the layer-by-layer output of this frame, to compare with
-                   banded->emplace(p);
-                 } catch (const std::exception& e) {
-                   *error = e.what();
-                 }
-               }
-               if (!error->empty()) return state.SkipWithError(error->c_str());
-               portrait_banded<T>& b = **banded;
-               time_frames(
-                   state, 1, [&b, &p] { b.run(p); }, net::macs,
-                   [&p](benchmark::State& s, double ms) {
-                     memory_counters<net>(s, ms);
-                     s.counters["band_saved_bytes"] = double(net::band_saved_bytes);
-                     if (p.mosaiq_ms[1] > 0) s.counters["banded/plain"] = ms / p.mosaiq_ms[1];
-                   },
-                   nullptr);
-               std::string chains;
-               for (int c = 0; c < net::band_chain_count; ++c) {
-                 const auto& chain = net::band_chains[std::size_t(c)];
-                 chains += (c == 0 ? "layers " : ", ") + std::to_string(chain.first) + ".." +
-                           std::to_string(chain.last) + " in bands of " + std::to_string(chain.rows);
-               }
-               state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; " + chains + " row(s), 1 thread");
-             }));
-}
 
 template <quantized_element T>
 void register_portrait(const std::vector<int>& thread_counts) {
@@ -229,7 +169,11 @@ void register_portrait(const std::vector<int>& thread_counts) {
   auto twin = std::make_shared<twin_state<typename problem::net>>();
   for (const int threads : thread_counts) {
     register_portrait_rows<T>(get, std::make_shared<thread_pools>(threads), twin);
-    if (threads == 1) register_portrait_banded_row<T>(get);
+    // `portrait_256_<t>_banded`: portrait::banded_network on the same weights and frame; `banded/plain` is its time
+    // over the one-thread layer-by-layer row of the same run.
+    if (threads == 1)
+      register_banded_row<portrait::banded_network<T>>(
+          problem::case_name(), [get] { return &get(); }, [](const problem& p) { return p.mosaiq_ms[1]; });
   }
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../examples/common/threads.hpp"
@@ -127,6 +128,71 @@ void time_frames(benchmark::State& state, int threads, Run&& run, std::uint64_t 
 #if MOSAIQ_BENCH_XNNPACK
 /// With MOSAIQ_BENCH_PROFILE=<runs> in the environment: mosaiq's and XNNPACK's time per layer side by
 /// side on stderr (steady clock around each layer, so it adds a little per layer to both).
+/// A problem's network on another plan (`Banded`: the same layers, e.g. Net::with_banding<...>): the same weights
+/// and input, its own arena. The first run is compared byte for byte with the problem's layer-by-layer output.
+template <class Banded, class Problem>
+struct banded_twin {
+  using T = typename Banded::element_type;
+  std::unique_ptr<typename Banded::weights> weights = std::make_unique<typename Banded::weights>();
+  std::optional<typename Banded::prepared> prepared;
+  aligned_buffer<T> output{Banded::output_shape.elements()};
+  aligned_buffer<std::byte> arena{Banded::arena_bytes};
+
+  explicit banded_twin(Problem& p) {
+    weights->input = p.weights->input;
+    weights->layers = p.weights->layers;
+    prepared.emplace(Banded::prepare(*weights));
+    p.run();  // the layer-by-layer output of this frame, to compare with
+    run(p);
+    if (!std::equal(output.data(), output.data() + output.size(), p.output.data()))
+      throw std::runtime_error(Problem::case_name() + ": the banded plan's output differs from layer by layer");
+  }
+  void run(Problem& p) {
+    Banded::run(*prepared, tensor_view<const T>(p.input.data(), Banded::input_shape),
+                tensor_view<T>(output.data(), Banded::output_shape), arena.span());
+  }
+};
+
+/// `network/mosaiq/<case>_banded`: Banded on the problem `get()` points to (null: it did not load), one thread, with
+/// the arena counters, `band_saved_bytes` and `banded/plain` (the time over `plain_ms(problem)`, the layer-by-layer row
+/// of this run, once it ran; 0: not yet). The label lists the chains.
+template <class Banded, class Get, class PlainMs>
+void register_banded_row(const std::string& case_name, Get get, PlainMs plain_ms) {
+  using problem = std::remove_pointer_t<decltype(get())>;
+  using twin = banded_twin<Banded, problem>;
+  auto banded = std::make_shared<std::optional<twin>>();
+  auto error = std::make_shared<std::string>();
+  with_clock(1, register_row("network", "mosaiq", case_name + "_banded", [=](benchmark::State& state) {
+               problem* p = get();
+               if (p == nullptr) return state.SkipWithError("the layer-by-layer problem did not load");
+               if (!*banded && error->empty()) {
+                 try {
+                   banded->emplace(*p);
+                 } catch (const std::exception& e) {
+                   *error = e.what();
+                 }
+               }
+               if (!error->empty()) return state.SkipWithError(error->c_str());
+               twin& b = **banded;
+               time_frames(
+                   state, 1, [&b, p] { b.run(*p); }, Banded::macs,
+                   [p, plain_ms](benchmark::State& s, double ms) {
+                     memory_counters<Banded>(s, ms);
+                     s.counters["band_saved_bytes"] = double(Banded::band_saved_bytes);
+                     if (plain_ms(*p) > 0) s.counters["banded/plain"] = ms / plain_ms(*p);
+                   },
+                   nullptr);
+               std::string chains;
+               for (int c = 0; c < Banded::band_chain_count; ++c) {
+                 const auto& chain = Banded::band_chains[std::size_t(c)];
+                 chains += (c == 0 ? "layers " : ", ") + std::to_string(chain.first) + ".." +
+                           std::to_string(chain.last) + " in bands of " + std::to_string(chain.rows);
+               }
+               state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; " + chains + " row(s), " +
+                              std::to_string(Banded::band_plan.gemm_block_bytes) + "-byte GEMM blocks, 1 thread");
+             }));
+}
+
 template <class Problem, class Twin>
 void print_layer_comparison(Problem& p, const Twin& twin) {
   using net = typename Problem::net;

@@ -443,13 +443,39 @@ TEST_CASE("bands: two chains, maps read after a chain held whole, the schedule a
 }
 #endif  // MOSAIQ_TEST_BANDED_NETWORKS
 
-// The portrait network of examples/portrait_segmentation: its banded plan saves about 40% of the
-// one-thread arena (the first chain's peak bounds it, see portrait_net.hpp) and keeps the bytes. The
-// bound is the largest build's (AVX-512 VNNI 225,728; AVX2 220,864; scalar 213,056), below the 256,320
-// of AVX2 while the dilation-8 depthwise layer kept a 17-row ring.
-static_assert(portrait::banded_network<u8>::arena_bytes <= 225'728);
-static_assert(portrait::banded_network<i8>::arena_bytes <= 225'728);
-static_assert(portrait::banded_network<u8>::band_saved_bytes >= 140'000);
+// A plan's GEMM block bound (banding::with_gemm_block_bytes) reaches the conv2d and pointwise layers that set
+// none: their workspaces shrink to one register tile of pixels per block, layer by layer and in bands, and
+// the bytes stay those of the speed default.
+template <class T>
+void check_gemm_block_bound() {
+  using whole = chain_net<T, 1, banding::off()>;
+  using bounded = chain_net<T, 1, banding::off().with_gemm_block_bytes(1)>;
+  using banded = chain_net<T, 1, banding::chain(5, 16, 2).with_gemm_block_bytes(1)>;
+  static_assert(!bounded::banded && bounded::arena_bytes < whole::arena_bytes);
+  static_assert(bounded::layer_by_layer_arena_bytes == whole::arena_bytes && bounded::band_saved_bytes > 0);
+  static_assert(banded::arena_bytes < chain_net<T, 1, banding::chain(5, 16, 2)>::arena_bytes);
+  const typename whole::weights w = test::random_weights<whole>(31);
+  std::mt19937 rng(8);
+  const std::vector<T> input = test::random_values<T>(rng, whole::input_shape.elements());
+  const std::vector<T> expected = run_once<whole>(w, input);
+  CHECK(run_once<bounded>(same_weights<bounded, whole>(w), input) == expected);
+  CHECK(run_once<banded>(same_weights<banded, whole>(w), input) == expected);
+}
+
+TEST_CASE("bands: a GEMM block bound shrinks the workspaces and keeps the bytes (uint8, int8)") {
+  check_gemm_block_bound<u8>();
+  check_gemm_block_bound<i8>();
+}
+
+// The portrait network of examples/portrait_segmentation: its banded plan (three chains and 8 KiB GEMM
+// blocks, see portrait_net.hpp) keeps the bytes in issue 21's 150 KB: 144,640 bytes on the scalar, AVX2,
+// AVX-512 and NEON builds; AVX-512 VNNI, whose two-row depthwise tile keeps more rows, 152,832. Layer by
+// layer (banding::off(), the GEMMs' speed-default blocks) 364,096 on AVX2.
+static_assert(portrait::banded_network<u8>::arena_bytes <= (MOSAIQ_TARGET_AVX512_VNNI ? 152'832 : 150'000));
+static_assert(portrait::banded_network<i8>::arena_bytes <= (MOSAIQ_TARGET_AVX512_VNNI ? 152'832 : 150'000));
+static_assert(portrait::banded_network<u8>::band_saved_bytes >= 190'000);
+static_assert(portrait::banded_network<u8>::layer_by_layer_arena_bytes ==
+              portrait::banded_network<u8>::with_banding<banding::off()>::arena_bytes);
 
 #if MOSAIQ_TEST_BANDED_NETWORKS
 template <class T>

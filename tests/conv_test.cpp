@@ -4,8 +4,9 @@
 // both roundings; register tiles) and, inside each instantiation, runtime input channel counts, odd
 // extents including 1, batch 2, zero points at the ends of their ranges, weights that do and do not
 // fit int8 after the filter zero point, fused activations (they are runtime clamps), pixel strides,
-// unaligned pointers and canaries around and between the output pixels. Plus the MobileNet stem,
-// a deep 3x3 s2 layer, static extents, misuse, channel slices and a PROT_NONE guard page.
+// unaligned pointers and canaries around and between the output pixels; GEMM pixel blocks bounded by
+// .block_bytes. Plus the MobileNet stem, a deep 3x3 s2 layer, static extents, misuse, channel slices
+// and a PROT_NONE guard page.
 #include "mosaiq/ops/conv.hpp"
 
 #include <doctest/doctest.h>
@@ -92,7 +93,10 @@ using configs = std::tuple<
                               .stride = {2, 3},
                               .dilation = {1, 2},
                               .pad = padding::explicit_pads(2, 0, 0, 1),
-                              .round = single}>>;
+                              .round = single}>,
+    // GEMM pixel blocks bounded by .block_bytes: one register tile per block, and a few tiles.
+    config_case<conv2d_config{.out_channels = 17, .kernel = {3, 3}, .stride = {2, 2}, .block_bytes = 1}>,
+    config_case<conv2d_config{.out_channels = 64, .kernel = {3, 3}, .tile = {5, 32}, .block_bytes = 1500}>>;
 
 struct run_case {
   int input_channels, height, width, batch;

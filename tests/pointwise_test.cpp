@@ -2,7 +2,8 @@
 // over a grid of compile-time configs (output channels, register tiles, roundings, activations)
 // and, inside each instantiation, input channel counts, pixel counts that are not multiples of the
 // tile, zero points at the ends of their ranges, weights that do and do not fit int8 after the
-// filter zero point, pixel strides and unaligned pointers. Plus guard tests: nothing outside the
+// filter zero point, pixel strides and unaligned pointers; pixel blocks bounded by .block_bytes
+// (down to one register tile) give the same bytes with a smaller workspace. Plus guard tests: nothing outside the
 // output view is written, nothing past the input view is read (PROT_NONE page).
 #include "mosaiq/ops/pointwise.hpp"
 
@@ -51,7 +52,13 @@ using configs =
                config_case<pointwise_config{.out_channels = 100, .tile = {2, 64}, .act = activation::relu}>,
                config_case<pointwise_config{.out_channels = 100, .tile = {5, 32}, .round = rounding::single_round}>,
                config_case<pointwise_config{.out_channels = 255, .round = rounding::single_round}>,
-               config_case<pointwise_config{.out_channels = 255, .tile = {2, 64}}>>;
+               config_case<pointwise_config{.out_channels = 255, .tile = {2, 64}}>,
+               // Pixel blocks bounded by .block_bytes: one register tile per block (1 byte: the floor),
+               // one 5-pixel tile, and a few tiles that leave a partial last block.
+               config_case<pointwise_config{.out_channels = 17, .block_bytes = 1}>,
+               config_case<pointwise_config{.out_channels = 64, .tile = {5, 32}, .block_bytes = 1}>,
+               config_case<pointwise_config{.out_channels = 3, .round = rounding::single_round, .block_bytes = 2000}>,
+               config_case<pointwise_config{.out_channels = 100, .act = activation::relu, .block_bytes = 9000}>>;
 
 struct run_case {
   int input_channels, height, width, batch;
@@ -140,6 +147,20 @@ void check_case() {
 
 TEST_CASE_TEMPLATE_DEFINE("pointwise equals the reference bit for bit", Case, pointwise_grid_id) { check_case<Case>(); }
 TEST_CASE_TEMPLATE_APPLY(pointwise_grid_id, configs);
+
+TEST_CASE("pointwise: .block_bytes bounds the workspace to one block of packed rows") {
+  // 16x16x128 -> 64, the portrait ASPP branch: by default one block packs the whole map; bounded to
+  // 8 KiB, a block packs at most 64 rows of 128 or more bytes, plus their pixel offsets and alignment.
+  constexpr shape in{16, 16, 128};
+  constexpr pointwise_config speed{.out_channels = 64}, small{.out_channels = 64, .block_bytes = 8192};
+  static_assert(pointwise<small, u8>::workspace_bytes(in) <= 8192 + 64 * 4 + 64);
+  static_assert(pointwise<small, i8>::workspace_bytes(in) <= 8192 + 64 * 4 + 64);
+  static_assert(pointwise<small, i8>::workspace_bytes(in) * 3 < pointwise<speed, i8>::workspace_bytes(in));
+  // The floor is one register tile of pixels, whatever the bound.
+  constexpr pointwise_config tiny{.out_channels = 64, .block_bytes = 1};
+  static_assert(pointwise<tiny, u8>::workspace_bytes(in) > 0);
+  static_assert(pointwise<tiny, u8>::workspace_bytes(in) <= pointwise<small, u8>::workspace_bytes(in));
+}
 
 TEST_CASE("pointwise: static-extent views and the scale constructor") {
   constexpr shape in_shape{7, 9, 19};

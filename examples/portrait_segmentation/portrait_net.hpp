@@ -101,13 +101,16 @@ using network = network_on<threaded_input<T>>;
 
 static_assert(network<mosaiq::u8>::output_shape == mosaiq::shape{input_size, input_size, 2});
 
-/// The banded plan: the stem and the first separable block (layers 0..4, the 128x128 and 64x64 maps)
-/// in bands of two rows of the 1/4 map, and the decoder from the ASPP concat to the softmax (layers
-/// 43..52) in bands of 32 of its 256 output rows. Maps inside the chains live in windows of rows; the
-/// skip scores are held whole. The output is the bytes of network<T> (tests/bands_test.cpp). The arena
-/// is then the first chain's peak: its windows and workspace beside the whole 1/4 map (131,072 bytes),
-/// which the skip scores and the next block read.
-inline constexpr mosaiq::banding banded_plan = mosaiq::banding::chain(0, 4, 2).and_chain(43, 52, 32);
+/// The banded plan: the encoder to the 1/16 map in two chains, layers 0..9 (the stem, the first block,
+/// the 1/4 skip scores and the next stride-2 depthwise layer) in bands of two rows of the 32x32 map and
+/// layers 10..17 (to the stride-2 depthwise layer of the 1/16 map) in bands of two rows of the 16x16 map,
+/// so that the 1/4 and 1/8 maps live in windows of rows; the decoder from the ASPP concat to the softmax
+/// (layers 43..52) in bands of 16 of its 256 output rows; and every conv2d and pointwise GEMM packing at
+/// most 8 KiB of rows per pixel block (the ASPP 1x1 branches' workspace: one block, not the 16x16 map).
+/// The output is the bytes of network<T> (tests/bands_test.cpp). The arena is then the ASPP head's peak,
+/// where the whole 16x16 branch maps and the dilation-8 depthwise layer's workspace are live together.
+inline constexpr mosaiq::banding banded_plan =
+    mosaiq::banding::chain(0, 9, 2).and_chain(10, 17, 2).and_chain(43, 52, 16).with_gemm_block_bytes(8192);
 
 /// The network with the banded plan, planned for one thread (the workspace of one band).
 template <mosaiq::quantized_element T>

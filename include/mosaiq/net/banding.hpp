@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 
 #include "mosaiq/simd/target.hpp"
 
@@ -30,6 +31,9 @@ struct banding {
   /// choice::automatic: the bound on the band overhead, in percent of the bytes the chains write:
   /// rows moved down in the sliding windows plus a fixed cost per layer step.
   int max_overhead_percent = 5;
+  /// Bound on the packed pixel block of every pointwise and conv2d layer's GEMM (their configs'
+  /// block_bytes) where the config sets none; 0: the layers' speed default. Lowers their workspace.
+  std::size_t gemm_block_bytes = 0;
 
   /// Layer by layer: every tensor whole (the default).
   static constexpr banding off() noexcept { return {}; }
@@ -48,6 +52,13 @@ struct banding {
     b.how = choice::chain;
     if (b.chain_count < max_chains) b.chains[std::size_t(b.chain_count)] = {first_layer, last_layer, band_rows};
     b.chain_count += 1;  // past max_chains: rejected by the network's static_assert
+    return b;
+  }
+  /// This plan with pointwise and conv2d layers packing at most `bytes` of GEMM rows per pixel block
+  /// (their workspace then holds one such block): memory for speed, with the same results.
+  constexpr banding with_gemm_block_bytes(std::size_t bytes) const noexcept {
+    banding b = *this;
+    b.gemm_block_bytes = bytes;
     return b;
   }
   friend constexpr bool operator==(const banding&, const banding&) = default;

@@ -184,6 +184,26 @@ constexpr auto analyze() {
   return g;
 }
 
+/// A layer as a plan runs it: pointwise and conv2d layers whose config sets no GEMM block bound take
+/// the plan's (banding::with_gemm_block_bytes); every other layer as written.
+template <class Config, banding Plan>
+constexpr Config with_gemm_block(Config c) noexcept {
+  if (c.block_bytes == 0) c.block_bytes = Plan.gemm_block_bytes;
+  return c;
+}
+template <class Layer, banding Plan>
+struct planned_layer {
+  using type = Layer;
+};
+template <layers::pointwise_config C, banding Plan>
+struct planned_layer<layers::pointwise<C>, Plan> {
+  using type = layers::pointwise<with_gemm_block<layers::pointwise_config, Plan>(C)>;
+};
+template <layers::conv2d_config C, banding Plan>
+struct planned_layer<layers::conv2d<C>, Plan> {
+  using type = layers::conv2d<with_gemm_block<layers::conv2d_config, Plan>(C)>;
+};
+
 /// The layer kinds a network takes as weights but that carry none: tap and from.
 struct no_state {};
 
@@ -296,6 +316,8 @@ class network {
   static constexpr rounding round = Input::round;
   /// Most threads a run uses (Input::with_max_threads<N>); more in the executor are left idle.
   static constexpr int max_threads = Input::max_threads;
+  /// The banding choice the network was declared with (Input::with_banding<...>; net/banding.hpp).
+  static constexpr banding band_plan = Input::bands;
   static constexpr std::size_t layer_count = sizeof...(Layers);
   static_assert(layer_count >= 1, "mosaiq::network: give at least one layer");
 
@@ -343,7 +365,8 @@ class network {
   static constexpr std::size_t output_tensor = tensor_count - 1;
 
   template <std::size_t I>
-  using types = detail::layer_types<layer<I>, T, round, layer_input_shape<I>, topology.layers[I].dims, max_threads>;
+  using types = detail::layer_types<typename detail::planned_layer<layer<I>, Input::bands>::type, T, round,
+                                    layer_input_shape<I>, topology.layers[I].dims, max_threads>;
 
   template <std::size_t... I>
   static constexpr std::array<layer_cost, layer_count> costs(std::index_sequence<I...>) {
@@ -815,14 +838,24 @@ class network {
   static constexpr double plan_efficiency =
       arena_bytes == 0 ? 1.0 : static_cast<double>(peak_live_bytes) / static_cast<double>(arena_bytes);
 
-  /// The same figures for the network run layer by layer, and what banding saves (0 without bands).
+  /// The same layers on another plan: `Net::with_banding<banding::chain(0, 9, 2)>` (generated networks too).
+  template <banding B>
+  using with_banding = network<typename Input::template with_banding<B>, Layers...>;
+
+  /// The same figures for the network run layer by layer (banding::off(): every map whole, the GEMMs'
+  /// speed-default blocks), and what the plan saves (0 without bands).
   static constexpr std::size_t layer_by_layer_arena_bytes = [] {
-    if constexpr (banded)
-      return plan_memory(make_layout(layer_by_layer).ranges).arena_bytes;
-    else
+    if constexpr (Input::bands == banding::off())
       return arena_bytes;
+    else
+      return with_banding<banding::off()>::arena_bytes;
   }();
-  static constexpr std::size_t layer_by_layer_peak_live_bytes = peak_of(layer_by_layer);
+  static constexpr std::size_t layer_by_layer_peak_live_bytes = [] {
+    if constexpr (Input::bands == banding::off())
+      return peak_live_bytes;
+    else
+      return with_banding<banding::off()>::peak_live_bytes;
+  }();
   static constexpr std::size_t band_saved_bytes =
       layer_by_layer_arena_bytes > arena_bytes ? layer_by_layer_arena_bytes - arena_bytes : 0;
 

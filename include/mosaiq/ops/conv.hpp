@@ -69,6 +69,8 @@ struct conv2d_config {
   /// Fused activation used by the constructor that derives the requantization from scales.
   activation act = activation::none;
   rounding round = rounding::tflite_reference;
+  /// Bound on the GEMM's packed pixel block (pointwise_config::block_bytes; 0: the speed default).
+  std::size_t block_bytes = 0;
   friend constexpr bool operator==(const conv2d_config&, const conv2d_config&) = default;
 };
 
@@ -291,7 +293,10 @@ class conv2d {
                 "conv2d: tile.channels must be 0 (default) or a multiple of 16 up to 128");
 
   using gemm_type = pointwise<
-      pointwise_config{.out_channels = Cfg.out_channels, .tile = Cfg.tile, .act = Cfg.act, .round = Cfg.round}, T>;
+      pointwise_config{
+          .out_channels = Cfg.out_channels, .tile = Cfg.tile, .act = Cfg.act, .round = Cfg.round,
+          .block_bytes = Cfg.block_bytes},
+      T>;
   using access = detail::pw::rows_access;
   static constexpr int taps = Cfg.kernel.h * Cfg.kernel.w;
   // K = taps * Cin stays an int with room to spare.

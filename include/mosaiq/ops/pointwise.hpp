@@ -109,6 +109,10 @@ struct pointwise_config {
   /// Fused activation used by the constructor that derives the requantization from scales.
   activation act = activation::none;
   rounding round = rounding::tflite_reference;
+  /// Bound on the packed input rows of one pixel block, the bulk of workspace_bytes (0: the speed
+  /// default, detail::pw::input_block_bytes); at least one register tile of pixels is packed. Smaller
+  /// blocks trade speed for memory; they change how pixels are walked, never the results.
+  std::size_t block_bytes = 0;
   friend constexpr bool operator==(const pointwise_config&, const pointwise_config&) = default;
 };
 
@@ -317,7 +321,8 @@ class pointwise {
     l.k_groups = (std::max(input_channels, 1) + k_align - 1) / k_align * (k_align / kernels::pw::group);
     l.row_elements = static_cast<std::size_t>(l.k_groups) * kernels::pw::group;
     const std::size_t row_bytes = l.row_elements * sizeof(input_type);
-    const std::size_t fit = std::max<std::size_t>(detail::pw::input_block_bytes / row_bytes / unit, 1);
+    constexpr std::size_t block_bytes = Cfg.block_bytes > 0 ? Cfg.block_bytes : detail::pw::input_block_bytes;
+    const std::size_t fit = std::max<std::size_t>(block_bytes / row_bytes / unit, 1);
     const std::size_t tiles = std::min(
         {fit, std::size_t(detail::pw::max_block_pixels / unit), std::max<std::size_t>((pixels + unit - 1) / unit, 1)});
     l.block_pixels = static_cast<int>(tiles) * unit;
