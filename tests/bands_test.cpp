@@ -441,7 +441,6 @@ TEST_CASE("bands: two chains, maps read after a chain held whole, the schedule a
                                  tensor_view<u8>(got.data(), two::output_shape), arena.bytes);
   CHECK(got == expected);
 }
-#endif  // MOSAIQ_TEST_BANDED_NETWORKS
 
 // A plan's GEMM block bound (banding::with_gemm_block_bytes) reaches the conv2d and pointwise layers that set
 // none: their workspaces shrink to one register tile of pixels per block, layer by layer and in bands, and
@@ -466,6 +465,7 @@ TEST_CASE("bands: a GEMM block bound shrinks the workspaces and keeps the bytes 
   check_gemm_block_bound<u8>();
   check_gemm_block_bound<i8>();
 }
+#endif  // MOSAIQ_TEST_BANDED_NETWORKS
 
 // The portrait network of examples/portrait_segmentation: its banded plan (three chains and 8 KiB GEMM
 // blocks, see portrait_net.hpp) keeps the bytes in issue 21's 150 KB: 144,640 bytes on the scalar, AVX2,
