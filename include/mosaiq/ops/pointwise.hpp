@@ -367,7 +367,7 @@ class pointwise {
     if (lane_epilogues || amx_) choose_lane_epilogue(q);
 #endif
 #if MOSAIQ_TARGET_AVX2
-    choose_lanes8();
+    choose_lanes8(input_channels);
 #endif
     output_zero_point_ = q.output_zero_point;
     clamp_ = q.clamp;
@@ -431,10 +431,12 @@ class pointwise {
 
 #if MOSAIQ_TARGET_AVX2
   /// The AVX2 tile requantizes with per-lane folded constants (simd::avx2::requant_lanes8: one 64-bit product per
-  /// lane instead of the two roundings) under reference rounding when every multiplier allows it: with 16-24 input
-  /// channels the requantization, not the multiplies, is most of such a layer's time.
-  void choose_lanes8() {
+  /// lane instead of the two roundings) under reference rounding when every multiplier allows it and the layer has
+  /// at most 128 input channels: with 16-24 the requantization, not the multiplies, is most of a layer's time; with
+  /// 256 and 1024 the paired A/B found the folded form (ten constant vectors per 8 lanes) no faster.
+  void choose_lanes8(int input_channels) {
     lanes8_.clear();
+    if (input_channels > 128) return;
     if constexpr (std::same_as<path, kernels::pw::avx2_path> && R == rounding::tflite_reference) {
       for (int c = 0; c < padded_channels; ++c)
         if (!simd::avx2::requant_lanes8::supports({mult_[c], left_[c], right_[c]})) return;
