@@ -126,8 +126,6 @@ void time_frames(benchmark::State& state, int threads, Run&& run, std::uint64_t 
 }
 
 #if MOSAIQ_BENCH_XNNPACK
-/// With MOSAIQ_BENCH_PROFILE=<runs> in the environment: mosaiq's and XNNPACK's time per layer side by
-/// side on stderr (steady clock around each layer, so it adds a little per layer to both).
 /// A problem's network on another plan (`Banded`: the same layers, e.g. Net::with_banding<...>): the same weights
 /// and input, its own arena. The first run is compared byte for byte with the problem's layer-by-layer output.
 template <class Banded, class Problem>
@@ -193,30 +191,55 @@ void register_banded_row(const std::string& case_name, Get get, PlainMs plain_ms
              }));
 }
 
+/// mosaiq's CPU time per layer (the calling thread's clock around each layer), average of `runs` runs after one
+/// warm-up; indexed by layer, 0 for tap and from.
+template <class Net>
+std::array<double, Net::layer_count> layer_cpu_ms(const typename Net::prepared& prepared,
+                                                  tensor_view<const typename Net::element_type> input,
+                                                  tensor_view<typename Net::element_type> output,
+                                                  std::span<std::byte> arena, int runs) {
+  struct timer {
+    std::array<double, Net::layer_count>* total_ms;
+    double start = 0;
+    void before(std::size_t) noexcept { start = thread_cpu_ms(); }
+    void after(std::size_t layer, std::span<std::byte>) noexcept { (*total_ms)[layer] += thread_cpu_ms() - start; }
+  };
+  std::array<double, Net::layer_count> warm_up{}, ms{};
+  Net::run_observed(prepared, input, output, arena, timer{&warm_up});
+  for (int r = 0; r < runs; ++r) Net::run_observed(prepared, input, output, arena, timer{&ms});
+  for (double& v : ms) v /= runs;
+  return ms;
+}
+
+/// With MOSAIQ_BENCH_PROFILE=<runs> in the environment: mosaiq's and XNNPACK's CPU time per layer side by
+/// side on stderr (the calling thread's CPU clock read around each layer, which adds the same small cost per
+/// layer to both), with each layer's input and output shapes.
 template <class Problem, class Twin>
 void print_layer_comparison(Problem& p, const Twin& twin) {
   using net = typename Problem::net;
   const char* env = std::getenv("MOSAIQ_BENCH_PROFILE");
   if (env == nullptr) return;
   const int runs = std::max(1, std::atoi(env));
-  const auto mine = profile<net>(
+  const auto mine = layer_cpu_ms<net>(
       *p.prepared, tensor_view<const typename net::element_type>(p.input.data(), net::input_shape),
-      tensor_view<typename net::element_type>(p.output.data(), net::output_shape), p.arena.span(), runs, nullptr);
-  const std::vector<double> theirs = twin.ops->profile(runs, net::layer_count);
-  std::fprintf(stderr, "\n%s, per layer (ms, average of %d runs)\n", Problem::case_name().c_str(), runs);
-  std::fprintf(
-      stderr,
-      "| # | op | output | MACs | mosaiq ms | xnnpack ms | xnnpack/mosaiq |\n|---|---|---|---:|---:|---:|---:|\n");
+      tensor_view<typename net::element_type>(p.output.data(), net::output_shape), p.arena.span(), runs);
+  const std::vector<double> theirs = twin.ops->profile(runs, net::layer_count, thread_cpu_ms);
+  std::fprintf(stderr, "\n%s, per layer (CPU ms, average of %d runs)\n", Problem::case_name().c_str(), runs);
+  std::fprintf(stderr,
+               "| # | op | input | output | MACs | mosaiq ms | xnnpack ms | xnnpack/mosaiq |\n"
+               "|---|---|---|---|---:|---:|---:|---:|\n");
   double total_mine = 0, total_theirs = 0;
   for (std::size_t i = 0; i < net::layer_count; ++i) {
-    if (net::topology.layers[i].role != layer_role::op) continue;
-    const shape s = net::layer_shapes[i];
-    total_mine += mine.layer_ms[i], total_theirs += theirs[i];
-    std::fprintf(stderr, "| %zu | %s | %dx%dx%d | %llu | %.4f | %.4f | %.2f |\n", i, layer_kind<net>(i).data(),
-                 s.height, s.width, s.channels, static_cast<unsigned long long>(net::layer_macs[i]), mine.layer_ms[i],
-                 theirs[i], mine.layer_ms[i] > 0 ? theirs[i] / mine.layer_ms[i] : 0.0);
+    const layer_node& node = net::topology.layers[i];
+    if (node.role != layer_role::op) continue;
+    const shape in = net::topology.tensors[std::size_t(node.inputs[0])].dims, s = net::layer_shapes[i];
+    total_mine += mine[i], total_theirs += theirs[i];
+    std::fprintf(stderr, "| %zu | %s | %dx%dx%d | %dx%dx%d | %llu | %.4f | %.4f | %.2f |\n", i,
+                 layer_kind<net>(i).data(), in.height, in.width, in.channels, s.height, s.width, s.channels,
+                 static_cast<unsigned long long>(net::layer_macs[i]), mine[i], theirs[i],
+                 mine[i] > 0 ? theirs[i] / mine[i] : 0.0);
   }
-  std::fprintf(stderr, "| | total | | %llu | %.4f | %.4f | %.2f |\n\n", static_cast<unsigned long long>(net::macs),
+  std::fprintf(stderr, "| | total | | | %llu | %.4f | %.4f | %.2f |\n\n", static_cast<unsigned long long>(net::macs),
                total_mine, total_theirs, total_theirs / total_mine);
 }
 #endif

@@ -113,8 +113,15 @@ struct pointwise_case {
   int height, width, input_channels, output_channels;
 };
 constexpr std::array mosaiq_cases{
-    pointwise_case{112, 112, 32, 64}, pointwise_case{56, 56, 128, 128}, pointwise_case{28, 28, 256, 256},
-    pointwise_case{14, 14, 512, 512}, pointwise_case{7, 7, 1024, 1024},
+    pointwise_case{112, 112, 32, 64},
+    pointwise_case{56, 56, 128, 128},
+    pointwise_case{28, 28, 256, 256},
+    pointwise_case{14, 14, 512, 512},
+    pointwise_case{7, 7, 1024, 1024},
+    // The selfie segmentation models' small-channel layers (issue 19): 16-24 input channels on large maps.
+    pointwise_case{128, 128, 16, 16},
+    pointwise_case{64, 64, 16, 72},
+    pointwise_case{64, 64, 24, 16},
 };
 
 /// Loads layers with the AMX path on or off while alive (simd::amx::set_enabled), then restores it.

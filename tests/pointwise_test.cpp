@@ -35,8 +35,9 @@ struct config_case {
   static constexpr pointwise_config value = C;
 };
 
-// Output channels 1, 3, 7, 8, 17, 64, 100, 255 (one block, partial blocks, whole tiles plus a
-// narrower tail tile); the ISA default tile and two explicit ones (5 x 32, 2 x 64); both roundings.
+// Output channels 1, 3, 7, 8, 17, 24, 64, 100, 255 (one block, partial blocks: on AVX2 the last block of 17 and 24
+// computes one and two of its four quads, whole tiles plus a narrower tail tile); the ISA default tile and two
+// explicit ones (5 x 32, 2 x 64); both roundings.
 using configs =
     std::tuple<config_case<pointwise_config{.out_channels = 1}>,
                config_case<pointwise_config{.out_channels = 2, .act = activation::relu}>,
@@ -46,6 +47,7 @@ using configs =
                config_case<pointwise_config{.out_channels = 8, .tile = {2, 64}, .round = rounding::single_round}>,
                config_case<pointwise_config{.out_channels = 11, .act = activation::relu}>,
                config_case<pointwise_config{.out_channels = 17}>,
+               config_case<pointwise_config{.out_channels = 24, .act = activation::relu}>,
                config_case<pointwise_config{.out_channels = 17, .tile = {5, 32}, .round = rounding::single_round}>,
                config_case<pointwise_config{.out_channels = 64}>,
                config_case<pointwise_config{.out_channels = 64, .tile = {5, 32}, .round = rounding::single_round}>,

@@ -200,31 +200,47 @@ TEST_CASE("SIMD requantize to u8/i8 equals the scalar twin with zero points and 
   check_requantize_to_elements<rounding::single_round, i8>();
 }
 
-#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && !defined(MOSAIQ_FORCE_SCALAR)
+#if MOSAIQ_TARGET_AVX2  // the lane kernels below: AVX2, and AVX-512 (which implies it)
 namespace {
 
-// Runs multiply_by_nonnegative_multiplier on `in` (16 lanes at a time, each lane with its own
-// scale) and counts the lanes that differ from the scalar multiply_by_quantized_multiplier.
-template <rounding Mode>
-std::size_t nonnegative_multiplier_mismatches(const requant_inputs& in) {
+// multiply_by_nonnegative_multiplier's domain under reference rounding: the edge and random inputs with multipliers
+// >= 0 (the random negative ones folded over), plus ties of the second rounding for both signs at every right shift:
+// SRDHM(x, 2^30) = floor((x + 1) / 2) and SRDHM(x, 2^31 - 1) is about x, so these x land on and next to
+// (2k + 1) * 2^(e-1).
+requant_inputs nonnegative_multiplier_inputs(std::size_t random_count) {
+  requant_inputs in = make_requant_inputs<rounding::tflite_reference>(random_count);
+  for (auto& m : in.multiplier) m = m < 0 ? ~m : m;
+  for (int e = 1; e <= 31; ++e)
+    for (std::int64_t k = -3; k <= 2; ++k) {
+      const std::int64_t tie = (2 * k + 1) * (std::int64_t{1} << (e - 1));
+      for (std::int64_t d = -2; d <= 2; ++d) {
+        const std::int64_t near_double = 2 * tie + d, near = tie + d;
+        if (near_double >= int_min && near_double <= int_max)
+          in.push(static_cast<std::int32_t>(near_double), 1 << 30, 0, e);
+        if (near >= int_min && near <= int_max) in.push(static_cast<std::int32_t>(near), int_max, 0, e);
+      }
+    }
+  return in;
+}
+
+// Runs a lane kernel over `in`, Lanes lanes at a time (each lane with its own scale): set(i, scale) gives lane i its
+// scale, run(x, out, any_left_shift) computes the lanes; counts the lanes that differ from the scalar
+// multiply_by_quantized_multiplier<Mode>.
+template <rounding Mode, int Lanes, class Set, class Run>
+std::size_t lane_mismatches(const requant_inputs& in, Set set, Run run) {
   std::size_t mismatches = 0;
-  alignas(64) std::int32_t lanes_in[16], lanes_out[16];
-  simd::avx512::requant_lanes constants{};
-  for (std::size_t base = 0; base < in.x.size(); base += 16) {
-    const std::size_t count = std::min<std::size_t>(16, in.x.size() - base);
+  alignas(64) std::int32_t lanes_in[Lanes], lanes_out[Lanes];
+  for (std::size_t base = 0; base < in.x.size(); base += Lanes) {
+    const std::size_t count = std::min<std::size_t>(Lanes, in.x.size() - base);
     bool any_left_shift = false;
-    for (std::size_t i = 0; i < 16; ++i) {
+    for (std::size_t i = 0; i < Lanes; ++i) {
       const std::size_t at = base + (i < count ? i : 0);
       const requant_scale s{in.multiplier[at], in.left[at], in.right[at]};
-      REQUIRE(simd::avx512::requant_lanes::supports<Mode>(s));
-      constants.set_lane<Mode>(static_cast<int>(i), s);
+      set(static_cast<int>(i), s);
       lanes_in[i] = in.x[at];
       any_left_shift = any_left_shift || s.left_shift != 0;
     }
-    const __m512i x = _mm512_load_si512(lanes_in);
-    const __m512i result = any_left_shift ? simd::avx512::multiply_by_nonnegative_multiplier<true>(x, constants)
-                                          : simd::avx512::multiply_by_nonnegative_multiplier<false>(x, constants);
-    _mm512_store_si512(lanes_out, result);
+    run(lanes_in, lanes_out, any_left_shift);
     for (std::size_t i = 0; i < count; ++i) {
       const std::size_t at = base + i;
       const std::int32_t expected =
@@ -239,23 +255,46 @@ std::size_t nonnegative_multiplier_mismatches(const requant_inputs& in) {
 
 }  // namespace
 
+TEST_CASE("AVX2 multiply_by_nonnegative_multiplier equals the scalar twin in its domain (10^7 + edges)") {
+  simd::avx2::requant_lanes8 constants{};
+  const auto set = [&](int lane, requant_scale s) {
+    REQUIRE(simd::avx2::requant_lanes8::supports(s));
+    constants.set_lane(lane, s);
+  };
+  const auto run = [&](const std::int32_t* x, std::int32_t* out, bool) {
+    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(x));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), simd::avx2::multiply_by_nonnegative_multiplier(v, constants));
+  };
+  CHECK(lane_mismatches<rounding::tflite_reference, 8>(nonnegative_multiplier_inputs(10'000'000), set, run) == 0);
+}
+#endif
+
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && !defined(MOSAIQ_FORCE_SCALAR)
+namespace {
+
+// Runs multiply_by_nonnegative_multiplier on `in` (16 lanes at a time, each lane with its own
+// scale) and counts the lanes that differ from the scalar multiply_by_quantized_multiplier.
+template <rounding Mode>
+std::size_t nonnegative_multiplier_mismatches(const requant_inputs& in) {
+  simd::avx512::requant_lanes constants{};
+  const auto set = [&](int lane, requant_scale s) {
+    REQUIRE(simd::avx512::requant_lanes::supports<Mode>(s));
+    constants.set_lane<Mode>(lane, s);
+  };
+  const auto run = [&](const std::int32_t* lanes_in, std::int32_t* lanes_out, bool any_left_shift) {
+    const __m512i x = _mm512_load_si512(lanes_in);
+    const __m512i result = any_left_shift ? simd::avx512::multiply_by_nonnegative_multiplier<true>(x, constants)
+                                          : simd::avx512::multiply_by_nonnegative_multiplier<false>(x, constants);
+    _mm512_store_si512(lanes_out, result);
+  };
+  return lane_mismatches<Mode, 16>(in, set, run);
+}
+
+}  // namespace
+
 TEST_CASE("AVX-512 multiply_by_nonnegative_multiplier equals the scalar twin in its domain (10^7 + edges)") {
   SUBCASE("tflite_reference, multipliers >= 0") {
-    requant_inputs in = make_requant_inputs<rounding::tflite_reference>(10'000'000);
-    // Its domain: every shift pair, multipliers >= 0 (fold the random negative ones over).
-    for (auto& m : in.multiplier) m = m < 0 ? ~m : m;
-    // Ties of the second rounding for both signs at every right shift: SRDHM(x, 2^30) = floor((x + 1) / 2)
-    // and SRDHM(x, 2^31 - 1) is about x, so these x land on and next to (2k + 1) * 2^(e-1).
-    for (int e = 1; e <= 31; ++e)
-      for (std::int64_t k = -3; k <= 2; ++k) {
-        const std::int64_t tie = (2 * k + 1) * (std::int64_t{1} << (e - 1));
-        for (std::int64_t d = -2; d <= 2; ++d) {
-          const std::int64_t near_double = 2 * tie + d, near = tie + d;
-          if (near_double >= int_min && near_double <= int_max)
-            in.push(static_cast<std::int32_t>(near_double), 1 << 30, 0, e);
-          if (near >= int_min && near <= int_max) in.push(static_cast<std::int32_t>(near), int_max, 0, e);
-        }
-      }
+    const requant_inputs in = nonnegative_multiplier_inputs(10'000'000);
     CHECK(nonnegative_multiplier_mismatches<rounding::tflite_reference>(in) == 0);
   }
   SUBCASE("single_round, any multiplier") {

@@ -217,6 +217,10 @@ class pointwise {
   static constexpr int tile_blocks = std::min(tile_channels / kernels::pw::block, blocks);
   static constexpr int full_tiles = blocks / tile_blocks;
   static constexpr int tail_blocks = blocks % tile_blocks;  // one last, narrower channel tile
+  // Paths whose tile takes a quad count (AVX2) compute only the 4-channel quads of the last block that hold output
+  // channels when tiles are one block wide: a 24-channel layer computes 24 channels, not 32.
+  static constexpr int last_quads = (out_channels - (blocks - 1) * kernels::pw::block + 3) / 4;
+  static constexpr bool narrow_last_block = detail::pw::computes_quads<path> && tile_blocks == 1 && last_quads < 4;
   static constexpr bool is_int8 = std::same_as<T, i8>;
   // x_d = x ^ flip is the byte the path multiplies; x - input_zp = x_d + input_offset - input_zp.
   static constexpr std::uint8_t flip = is_int8 != path::signed_input ? 0x80 : 0x00;
@@ -368,6 +372,9 @@ class pointwise {
 #if MOSAIQ_TARGET_AVX512_VNNI
     if (lane_epilogues || amx_) choose_lane_epilogue(q);
 #endif
+#if MOSAIQ_TARGET_AVX2
+    choose_lanes8(input_channels);
+#endif
     output_zero_point_ = q.output_zero_point;
     clamp_ = q.clamp;
     split_factor_ = 128 - filter_zp;
@@ -427,6 +434,23 @@ class pointwise {
     const requant_scale s = q.scale_for(c);
     mult_[c] = s.multiplier, left_[c] = s.left_shift, right_[c] = s.right_shift;
   }
+
+#if MOSAIQ_TARGET_AVX2
+  /// The AVX2 tile requantizes with per-lane folded constants (simd::avx2::requant_lanes8: one 64-bit product per
+  /// lane instead of the two roundings) under reference rounding when every multiplier allows it and the layer has
+  /// at most 128 input channels: with 16-24 the requantization, not the multiplies, is most of a layer's time; with
+  /// 256 and 1024 the paired A/B found the folded form (ten constant vectors per 8 lanes) no faster.
+  void choose_lanes8(int input_channels) {
+    lanes8_.clear();
+    if (input_channels > 128) return;
+    if constexpr (std::same_as<path, kernels::pw::avx2_path> && R == rounding::tflite_reference) {
+      for (int c = 0; c < padded_channels; ++c)
+        if (!simd::avx2::requant_lanes8::supports({mult_[c], left_[c], right_[c]})) return;
+      lanes8_.assign(static_cast<std::size_t>(padded_channels / 8), {});
+      for (int c = 0; c < padded_channels; ++c) lanes8_[c / 8].set_lane(c % 8, {mult_[c], left_[c], right_[c]});
+    }
+  }
+#endif
 
 #if MOSAIQ_TARGET_AVX512_VNNI
   /// The AMX and VNNI epilogues requantize with one 64-bit product per lane where the scales allow
@@ -572,13 +596,15 @@ class pointwise {
       return;
     }
 #endif
-    for (int t = 0; t < full_tiles; ++t)
+    constexpr int plain_tiles = narrow_last_block ? full_tiles - 1 : full_tiles;
+    for (int t = 0; t < plain_tiles; ++t)
       run_channel_tile<tile_blocks, Q>(job, t * tile_blocks, block_out, block_pixels);
+    if constexpr (narrow_last_block) run_channel_tile<1, Q, last_quads>(job, blocks - 1, block_out, block_pixels);
     if constexpr (tail_blocks > 0)
       run_channel_tile<tail_blocks, Q>(job, full_tiles * tile_blocks, block_out, block_pixels);
   }
 
-  template <int NB, lane_requant Q>
+  template <int NB, lane_requant Q, int Quads = 4>
   void run_channel_tile(kernels::pw::tile_job job, int first_block, T* block_out, int block_pixels) const noexcept {
     const int c0 = first_block * kernels::pw::block;
     job.weights = weights_.data() + static_cast<std::size_t>(first_block) * job.k_groups * kernels::pw::block_elements;
@@ -591,8 +617,11 @@ class pointwise {
 #if MOSAIQ_TARGET_AVX512_VNNI
     if constexpr (Q != lane_requant::general) job.lanes = lanes_.data() + first_block;
 #endif
+#if MOSAIQ_TARGET_AVX2
+    if (!lanes8_.empty()) job.lanes8 = lanes8_.data() + c0 / 8;
+#endif
     int p = 0;
-    run_pixel_tiles<tile_pixels, NB, Q>(job, p, block_pixels);
+    run_pixel_tiles<tile_pixels, NB, Q, Quads>(job, p, block_pixels);
   }
 
 #if MOSAIQ_TARGET_AVX512_VNNI
@@ -657,7 +686,7 @@ class pointwise {
   }
 #endif
 
-  template <int MR, int NB, lane_requant Q>
+  template <int MR, int NB, lane_requant Q, int Quads>
   static void run_pixel_tiles(kernels::pw::tile_job& job, int& p, int block_pixels) noexcept {
     const auto* packed = static_cast<const input_type*>(job.input);
     const std::int32_t* offsets = job.pixel_offset;
@@ -669,12 +698,12 @@ class pointwise {
       tile.out = out + p * job.out_stride;
       if constexpr (Q != lane_requant::general)
         path::template tile<MR, NB, R, T, Q>(tile);
-      else if constexpr (detail::pw::computes_quads<path> && blocks == 1)
-        path::template tile<MR, NB, R, T, (out_channels + 3) / 4>(tile);
+      else if constexpr (Quads < 4)
+        path::template tile<MR, NB, R, T, Quads>(tile);
       else
         path::template tile<MR, NB, R, T>(tile);
     }
-    if constexpr (MR > 1) run_pixel_tiles<MR / 2, NB, Q>(job, p, block_pixels);
+    if constexpr (MR > 1) run_pixel_tiles<MR / 2, NB, Q, Quads>(job, p, block_pixels);
   }
 
 #if MOSAIQ_HAS_AMX_PATH
@@ -816,6 +845,9 @@ class pointwise {
 #if MOSAIQ_TARGET_AVX512_VNNI
   detail::vector<simd::avx512::requant_lanes> lanes_;          // VNNI and AMX layers: per block of 16 channels
   detail::vector<simd::avx512::requant_lanes> channel_lanes_;  // narrow VNNI layers: per channel
+#endif
+#if MOSAIQ_TARGET_AVX2
+  std::vector<simd::avx2::requant_lanes8> lanes8_;  // AVX2 tile, reference rounding: per 8 channels (or none)
 #endif
   int channels_ = 0;
   bool ready_ = false;

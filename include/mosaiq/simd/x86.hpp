@@ -87,6 +87,63 @@ inline void store_low_bytes(void* out, __m256i v) noexcept {
   _mm_storel_epi64(static_cast<__m128i*>(out), packed);
 }
 
+/// Per-lane constants of multiply_by_nonnegative_multiplier (AVX2) for 8 lanes, reference rounding, derived once at
+/// load time by set_lane. The math is the AVX-512 requant_lanes fold: SaturatingRoundingDoublingHighMul then
+/// RoundingDivideByPOT by e is one floor((x*M + offset) / 2^(31+e)), offset = 2^30 (+ 2^(30+e) - [x < 0] 2^31 when
+/// e >= 1), for every multiplier M >= 0. AVX2 has no arithmetic 64-bit shift, so the offsets also carry 2^63: the
+/// sums are then nonnegative as unsigned qwords, a logical shift floors them, and the 2^(63-31-e) it adds to the
+/// result is subtracted from the low dword (`correction`).
+struct requant_lanes8 {
+  alignas(32) std::int64_t multiplier_even[4];  // read as the low dword by vpmuldq
+  alignas(32) std::int64_t multiplier_odd[4];
+  alignas(32) std::int64_t offset_even[4];  // for x < 0 (x after the left shift), plus 2^63
+  alignas(32) std::int64_t offset_odd[4];
+  alignas(32) std::int64_t sign_step_even[4];  // 2^31 or 0, added where x >= 0 (bit 31 of the qword clear)
+  alignas(32) std::int64_t sign_step_odd[4];
+  alignas(32) std::int64_t shift_even[4];  // 31 + e
+  alignas(32) std::int64_t shift_odd[4];
+  alignas(32) std::int32_t left_shift[8];
+  alignas(32) std::int32_t correction[8];  // low dword of 2^(63 - 31 - e)
+
+  /// The lanes it computes exactly: reference rounding, multipliers >= 0 (all quantize_multiplier makes).
+  static constexpr bool supports(requant_scale s) noexcept { return s.multiplier >= 0; }
+
+  void set_lane(int lane, requant_scale s) noexcept {
+    const std::int64_t shift = 31 + std::int64_t{s.right_shift};
+    std::int64_t offset = std::int64_t{1} << 30, negative_offset = offset;
+    if (s.right_shift > 0) {
+      offset += std::int64_t{1} << (30 + s.right_shift);
+      negative_offset = offset - (std::int64_t{1} << 31);
+    }
+    const std::uint64_t biased = static_cast<std::uint64_t>(negative_offset) + (std::uint64_t{1} << 63);
+    const int q = lane / 2;
+    const bool even = lane % 2 == 0;
+    (even ? multiplier_even : multiplier_odd)[q] = s.multiplier;
+    (even ? offset_even : offset_odd)[q] = static_cast<std::int64_t>(biased);
+    (even ? sign_step_even : sign_step_odd)[q] = offset - negative_offset;
+    (even ? shift_even : shift_odd)[q] = shift;
+    left_shift[lane] = s.left_shift;
+    correction[lane] = static_cast<std::int32_t>(static_cast<std::uint32_t>(std::uint64_t{1} << (63 - shift)));
+  }
+};
+
+/// multiply_by_quantized_multiplier<tflite_reference> for lanes whose constants c was built for
+/// (requant_lanes8::supports): one 64-bit product, offset and shift per lane instead of the two roundings.
+[[gnu::always_inline]] inline __m256i multiply_by_nonnegative_multiplier(__m256i x, const requant_lanes8& c) noexcept {
+  const auto at = [](const void* p) { return _mm256_load_si256(static_cast<const __m256i*>(p)); };
+  x = _mm256_sllv_epi32(x, at(c.left_shift));
+  const __m256i x_odd = _mm256_srli_epi64(x, 32);
+  __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, at(c.multiplier_even)), at(c.offset_even));
+  __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(x_odd, at(c.multiplier_odd)), at(c.offset_odd));
+  // Bit 31 of each qword is its lane's sign: ~x & sign_step is the step for x >= 0, else 0.
+  even = _mm256_add_epi64(even, _mm256_andnot_si256(x, at(c.sign_step_even)));
+  odd = _mm256_add_epi64(odd, _mm256_andnot_si256(x_odd, at(c.sign_step_odd)));
+  even = _mm256_srlv_epi64(even, at(c.shift_even));
+  odd = _mm256_srlv_epi64(odd, at(c.shift_odd));
+  const __m256i result = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0b10101010);
+  return _mm256_sub_epi32(result, at(c.correction));
+}
+
 }  // namespace avx2
 
 #if MOSAIQ_TARGET_AVX512

@@ -48,10 +48,11 @@ struct tile_job {
   const std::int32_t* pixel_offset;  // per pixel of the tile: split-weight term, else 0
   bool split = false;                // pixel_offset may be nonzero (the VNNI tile skips it otherwise)
   std::int32_t output_zero_point, clamp_min, clamp_max;
-  void* out;                    // output pixel of the tile's first pixel, at its first channel
-  std::ptrdiff_t out_stride;    // elements between output pixels
-  int valid_channels;           // channels of this tile inside Cout: (blocks-1)*16 < v <= blocks*16
-  const void* lanes = nullptr;  // VNNI lane epilogues: simd::avx512::requant_lanes per block of the tile
+  void* out;                     // output pixel of the tile's first pixel, at its first channel
+  std::ptrdiff_t out_stride;     // elements between output pixels
+  int valid_channels;            // channels of this tile inside Cout: (blocks-1)*16 < v <= blocks*16
+  const void* lanes = nullptr;   // VNNI lane epilogues: simd::avx512::requant_lanes per block of the tile
+  const void* lanes8 = nullptr;  // AVX2 reference rounding: simd::avx2::requant_lanes8 per 8 channels, or null
 };
 
 /// Copies one pixel's Cin bytes flipped into `dst` (as signed or unsigned bytes), zero-padded to
