@@ -292,11 +292,12 @@ class conv2d {
   static_assert(Cfg.tile.channels >= 0 && Cfg.tile.channels % 16 == 0 && Cfg.tile.channels <= 128,
                 "conv2d: tile.channels must be 0 (default) or a multiple of 16 up to 128");
 
-  using gemm_type = pointwise<
-      pointwise_config{
-          .out_channels = Cfg.out_channels, .tile = Cfg.tile, .act = Cfg.act, .round = Cfg.round,
-          .block_bytes = Cfg.block_bytes},
-      T>;
+  using gemm_type = pointwise<pointwise_config{.out_channels = Cfg.out_channels,
+                                               .tile = Cfg.tile,
+                                               .act = Cfg.act,
+                                               .round = Cfg.round,
+                                               .block_bytes = Cfg.block_bytes},
+                              T>;
   using access = detail::pw::rows_access;
   static constexpr int taps = Cfg.kernel.h * Cfg.kernel.w;
   // K = taps * Cin stays an int with room to spare.
