@@ -847,7 +847,7 @@ class pointwise {
   detail::vector<simd::avx512::requant_lanes> channel_lanes_;  // narrow VNNI layers: per channel
 #endif
 #if MOSAIQ_TARGET_AVX2
-  std::vector<simd::avx2::requant_lanes8> lanes8_;  // AVX2 tile, reference rounding: per 8 channels (or none)
+  detail::vector<simd::avx2::requant_lanes8> lanes8_;  // AVX2 tile, reference rounding: per 8 channels (or none)
 #endif
   int channels_ = 0;
   bool ready_ = false;
