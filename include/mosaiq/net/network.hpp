@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/core/indexed.hpp"
 #include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
@@ -343,7 +344,7 @@ class network {
                 "mosaiq::network: an output layer names the network input; outputs are computed tensors");
 
   template <std::size_t I>
-  using layer = std::tuple_element_t<I, std::tuple<Layers...>>;
+  using layer = detail::type_at<I, Layers...>;
 
   static constexpr shape input_shape = Input::dims;
   static constexpr shape output_shape = topology.tensors.back().dims;
@@ -873,9 +874,9 @@ class network {
 
  private:
   template <std::size_t... I>
-  static auto weights_tuple(std::index_sequence<I...>) -> std::tuple<layer_weights<I>...>;
+  static auto weights_tuple(std::index_sequence<I...>) -> detail::indexed_tuple<layer_weights<I>...>;
   template <std::size_t... I>
-  static auto states_tuple(std::index_sequence<I...>) -> std::tuple<typename types<I>::state...>;
+  static auto states_tuple(std::index_sequence<I...>) -> detail::indexed_tuple<typename types<I>::state...>;
 
  public:
   /// Everything a network needs besides activations: the input quantization and each layer's
@@ -886,11 +887,11 @@ class network {
 
     template <std::size_t I>
     constexpr layer_weights<I>& layer() noexcept {
-      return std::get<I>(layers);
+      return detail::element<I>(layers);
     }
     template <std::size_t I>
     constexpr const layer_weights<I>& layer() const noexcept {
-      return std::get<I>(layers);
+      return detail::element<I>(layers);
     }
   };
 
@@ -903,7 +904,7 @@ class network {
     const weights& source() const noexcept { return *weights_; }
     template <std::size_t I>
     const auto& state() const noexcept {
-      return std::get<I>(states_);
+      return detail::element<I>(states_);
     }
     /// Quantization of tensor `t` (0: the input; tensor_count - 1: the output).
     quant_params tensor_quant(std::size_t t) const noexcept { return quant_[t]; }
@@ -1114,7 +1115,7 @@ class network {
   static prepared prepare_layers(const weights& w, std::array<quant_params, tensor_count>& quant,
                                  std::index_sequence<I...>) {
     // Braced initializers run left to right, so each layer sees its inputs' quantization.
-    typename prepared::states_type states{prepare_layer<I>(w, quant)...};
+    typename prepared::states_type states{{prepare_layer<I>(w, quant)}...};
     return prepared(w, std::move(states), quant);
   }
 

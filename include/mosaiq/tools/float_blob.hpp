@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -43,7 +42,7 @@ struct float_blob_writer {
 /// Filter and bias value counts of layer I's float weights (0, 0 for layers without).
 template <class Net, std::size_t I>
 constexpr std::pair<std::uint64_t, std::uint64_t> float_weight_counts() {
-  using W = std::tuple_element_t<I, decltype(float_weights<Net>::layers)>;
+  using W = mosaiq::detail::element_type<I, decltype(float_weights<Net>::layers)>;
   if constexpr (std::is_same_v<W, no_float_weights>)
     return {0, 0};
   else
@@ -83,18 +82,13 @@ std::vector<std::byte> float_blob_header() {
 /// Every layer's filter then bias, in order: `visit(values, size the layer gives them)` on each float vector.
 template <class Weights, class Visit>
 void for_each_float_vector(Weights& w, Visit visit) {
-  std::apply(
-      [&](auto&... layer) {
-        const auto one = [&]<class L>(L& l) {
-          using plain = std::remove_const_t<L>;
-          if constexpr (!std::is_same_v<plain, no_float_weights>) {
-            visit(l.filter, plain::filter_elements);
-            visit(l.bias, plain::output_channels);
-          }
-        };
-        (one(layer), ...);
-      },
-      w.layers);
+  mosaiq::detail::for_each_element(w.layers, [&]<class L>(L& l) {
+    using plain = std::remove_const_t<L>;
+    if constexpr (!std::is_same_v<plain, no_float_weights>) {
+      visit(l.filter, plain::filter_elements);
+      visit(l.bias, plain::output_channels);
+    }
+  });
 }
 
 }  // namespace detail

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/core/indexed.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/network.hpp"
@@ -95,7 +96,7 @@ using quantized_layer_weights_t = typename quantized_layer_weights<Net, I>::type
 
 template <class Net, std::size_t... I>
 auto float_weights_tuple(std::index_sequence<I...>)
-    -> std::tuple<typename float_weights_for<quantized_layer_weights_t<Net, I>>::type...>;
+    -> mosaiq::detail::indexed_tuple<typename float_weights_for<quantized_layer_weights_t<Net, I>>::type...>;
 
 template <class>
 inline constexpr bool unsupported_layer = false;
@@ -110,11 +111,11 @@ struct float_weights {
 
   template <std::size_t I>
   auto& layer() noexcept {
-    return std::get<I>(layers);
+    return mosaiq::detail::element<I>(layers);
   }
   template <std::size_t I>
   const auto& layer() const noexcept {
-    return std::get<I>(layers);
+    return mosaiq::detail::element<I>(layers);
   }
 };
 
@@ -147,7 +148,7 @@ class float_runner {
     for (int y = 0; y < input.height(); ++y)
       for (int x = 0; x < input.width(); ++x)
         for (int c = 0; c < input.channels(); ++c) first(y, x, c) = input(y, x, c);
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (run_layer<I>(std::get<I>(w.layers)), ...); }
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (run_layer<I>(mosaiq::detail::element<I>(w.layers)), ...); }
     (std::make_index_sequence<Net::layer_count>{});
     return true;
   }
@@ -180,17 +181,11 @@ class float_runner {
 
   /// Every float filter and bias still has its layer's size (they are vectors a caller may resize).
   static bool check_sizes(const float_weights<Net>& w) {
-    const bool ok = std::apply(
-        [](const auto&... lw) {
-          const auto fits = []<class L>(const L& l) {
-            if constexpr (std::is_same_v<L, no_float_weights>)
-              return true;
-            else
-              return l.filter.size() == L::filter_elements && l.bias.size() == L::output_channels;
-          };
-          return (fits(lw) && ...);
-        },
-        w.layers);
+    bool ok = true;
+    mosaiq::detail::for_each_element(w.layers, [&]<class L>(const L& l) {
+      if constexpr (!std::is_same_v<L, no_float_weights>)
+        ok = ok && l.filter.size() == L::filter_elements && l.bias.size() == L::output_channels;
+    });
     return require(ok, errc::shape_mismatch,
                    "float_runner::run: a float filter or bias has another size than its layer's");
   }
