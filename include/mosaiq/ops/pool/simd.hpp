@@ -30,6 +30,19 @@ inline constexpr int max_vector_average_taps = 4096;
 /// Largest window the vector sum takes: |q| <= 255 over this many taps stays below 2^31.
 inline constexpr std::int64_t max_summed_average_taps = (std::int64_t{1} << 31) / 256;
 
+// The vector path's entry points, declared for every target so that the branches of ops/pool.hpp that scalar builds
+// discard name declared functions; defined below where MOSAIQ_TARGET_SIMD.
+template <quantized_element T>
+void max_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
+                  const window_geometry& geometry, clamp_range clamp) noexcept;
+template <quantized_element T>
+void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
+                      const window_geometry& geometry, clamp_range clamp) noexcept;
+template <rounding R, quantized_element T>
+[[gnu::always_inline]] inline int global_average_channels(const tensor_view<const T>& in, int n,
+                                                          std::int32_t offset_total, requant_scale scale,
+                                                          const global_pool_params& params, T* target) noexcept;
+
 #if MOSAIQ_TARGET_SIMD
 /// The divisor of one window: in vector form up to max_vector_average_taps, otherwise the tap count for scalar
 /// rounded divisions.
