@@ -77,6 +77,10 @@
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/detail/common.hpp"
+#include "mosaiq/ops/pointwise/avx2.hpp"
+#include "mosaiq/ops/pointwise/avx2_vnni.hpp"
+#include "mosaiq/ops/pointwise/avx512_vnni.hpp"
+#include "mosaiq/ops/pointwise/neon.hpp"
 #include "mosaiq/ops/pointwise/scalar.hpp"
 #include "mosaiq/ops/pointwise/tile.hpp"
 #include "mosaiq/reference/conv_common.hpp"
@@ -87,18 +91,6 @@
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/target.hpp"
 #include "mosaiq/simd/x86.hpp"
-#if MOSAIQ_TARGET_AVX2
-#include "mosaiq/ops/pointwise/avx2.hpp"
-#endif
-#if MOSAIQ_TARGET_AVX2_VNNI
-#include "mosaiq/ops/pointwise/avx2_vnni.hpp"
-#endif
-#if MOSAIQ_TARGET_AVX512_VNNI
-#include "mosaiq/ops/pointwise/avx512_vnni.hpp"
-#endif
-#if MOSAIQ_TARGET_NEON
-#include "mosaiq/ops/pointwise/neon.hpp"
-#endif
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
@@ -169,6 +161,12 @@ inline constexpr bool computes_quads = requires {
   requires Path::quad_tiles;
 };
 
+/// Whether Path's layers run AMX tiles (ops/pointwise/amx.hpp) where simd::amx::enabled() at load.
+template <class Path>
+inline constexpr bool runs_amx = requires {
+  requires Path::amx_tiles;
+};
+
 /// The tile a layer of `out_channels` gets when its config names none.
 template <class Path>
 constexpr pointwise_tile default_tile(int out_channels) noexcept {
@@ -191,12 +189,39 @@ using native_path = kernels::pw::neon_path;
 using native_path = kernels::pw::scalar_path;
 #endif
 
+/// A path's per-layer lane constants (Path::layer_lanes: the requantization lanes its tiles read), the
+/// first base of pointwise; an empty base for paths without.
+struct no_layer_lanes {};
+template <class Path>
+struct layer_lanes_of {
+  using type = no_layer_lanes;
+};
+template <class Path>
+requires requires { typename Path::layer_lanes; }
+struct layer_lanes_of<Path> {
+  using type = typename Path::layer_lanes;
+};
+template <class Path>
+using layer_lanes = typename layer_lanes_of<Path>::type;
+
+/// Whether Path's tile and AMX epilogues can requantize with per-block lanes (simd::avx512::requant_lanes).
+template <class Path>
+inline constexpr bool has_lane_epilogues = requires {
+  requires Path::lane_epilogues;
+};
+
+/// Whether Path's layers keep AVX2 lanes8 (simd::avx2::requant_lanes8 per 8 channels, chosen at load).
+template <class Path>
+inline constexpr bool has_lanes8 = requires(layer_lanes<Path>& lanes) {
+  lanes.lanes8_;
+};
+
 }  // namespace detail::pw
 
 /// Pointwise convolution layer for one compile-time config and element type. Construct once
 /// (packs the weights), then call on any input size; see the file comment for the design.
 template <pointwise_config Cfg, quantized_element T>
-class pointwise {
+class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
   using path = detail::pw::native_path;
   using weight_type = typename path::weight_type;
   using input_type = typename path::input_type;
@@ -228,21 +253,13 @@ class pointwise {
   // int8 weights hold w - filter_zp of a uint8 filter only sometimes; int16 weights always.
   static constexpr bool may_split = std::same_as<weight_type, std::int8_t> && !is_int8;
   static constexpr rounding R = Cfg.round;
-#if MOSAIQ_HAS_AMX_PATH
   // The AMX path exists in this build (it runs only where simd::amx::enabled() at load).
-  static constexpr bool amx_compiled = std::same_as<path, kernels::pw::vnni_path>;
-#else
-  static constexpr bool amx_compiled = false;
-#endif
+  static constexpr bool amx_compiled = detail::pw::runs_amx<path>;
   static constexpr int amx_rows = 32;  // pixels per AMX register tile (and per workspace block unit)
   // The AMX and VNNI epilogues' requantization (kernels::requant_epilogue), chosen at load.
   using lane_requant = kernels::requant_epilogue;
-#if MOSAIQ_TARGET_AVX512_VNNI
   // The VNNI tile (and the AMX epilogue) can requantize with simd::avx512::requant_lanes.
-  static constexpr bool lane_epilogues = std::same_as<path, kernels::pw::vnni_path>;
-#else
-  static constexpr bool lane_epilogues = false;
-#endif
+  static constexpr bool lane_epilogues = detail::pw::has_lane_epilogues<path>;
 
   // At most 4 output channels: the VNNI path's narrow kernel (16 pixels per vector, see
   // kernels::pw::narrow_tile) instead of 16-channel tiles; AMX layers keep their tiles.
@@ -361,20 +378,16 @@ class pointwise {
           filter, static_cast<std::size_t>(out_channels) * input_channels, filter_zp);
 
     amx_ = false;
-#if MOSAIQ_HAS_AMX_PATH
     if constexpr (amx_compiled) amx_ = simd::amx::enabled();
-#endif
     allocate_packed(input_channels);
     // AMX multiplies unflipped bytes: u8 inputs with tdpbusd, i8 inputs with tdpbssd (offset 0).
     const std::int32_t offset = amx_ ? 0 : input_offset;
     for (int c = 0; c < out_channels; ++c) pack_channel(c, filter, bias, input_channels, q, offset);
     requant_ = lane_requant::general;
-#if MOSAIQ_TARGET_AVX512_VNNI
-    if (lane_epilogues || amx_) choose_lane_epilogue(q);
-#endif
-#if MOSAIQ_TARGET_AVX2
-    choose_lanes8(input_channels);
-#endif
+    if constexpr (lane_epilogues || amx_compiled) {
+      if (lane_epilogues || amx_) choose_lane_epilogue(q);
+    }
+    if constexpr (detail::pw::has_lanes8<path>) choose_lanes8(input_channels);
     output_zero_point_ = q.output_zero_point;
     clamp_ = q.clamp;
     split_factor_ = 128 - filter_zp;
@@ -435,47 +448,9 @@ class pointwise {
     mult_[c] = s.multiplier, left_[c] = s.left_shift, right_[c] = s.right_shift;
   }
 
-#if MOSAIQ_TARGET_AVX2
-  /// The AVX2 tile requantizes with per-lane folded constants (simd::avx2::requant_lanes8: one 64-bit product per
-  /// lane instead of the two roundings) under reference rounding when every multiplier allows it and the layer has
-  /// at most 128 input channels: with 16-24 the requantization, not the multiplies, is most of a layer's time; with
-  /// 256 and 1024 the paired A/B found the folded form (ten constant vectors per 8 lanes) no faster.
-  void choose_lanes8(int input_channels) {
-    lanes8_.clear();
-    if (input_channels > 128) return;
-    if constexpr (std::same_as<path, kernels::pw::avx2_path> && R == rounding::tflite_reference) {
-      for (int c = 0; c < padded_channels; ++c)
-        if (!simd::avx2::requant_lanes8::supports({mult_[c], left_[c], right_[c]})) return;
-      lanes8_.assign(static_cast<std::size_t>(padded_channels / 8), {});
-      for (int c = 0; c < padded_channels; ++c) lanes8_[c / 8].set_lane(c % 8, {mult_[c], left_[c], right_[c]});
-    }
-  }
-#endif
-
-#if MOSAIQ_TARGET_AVX512_VNNI
-  /// The AMX and VNNI epilogues requantize with one 64-bit product per lane where the scales allow
-  /// it (simd::avx512::requant_lanes; equal to requantize_epi32, fewer instructions): with small K
-  /// the epilogue, not the multiplies, is what a layer spends its time on. Their tiles fold the zero
-  /// point only where no activation clamps (saturating narrowing is the clamp), never with left shifts.
-  void choose_lane_epilogue(const reference::conv_requant& q) {
-    lanes_.assign(static_cast<std::size_t>(blocks), {});
-    requant_ = kernels::choose_requant_epilogue<R>(
-        lanes_, mult_.data(), left_.data(), right_.data(), q.output_zero_point, q.clamp,
-        {element_traits<T>::min, element_traits<T>::max},
-        {.unfolded = true, .folded_under_clamp = false, .folded_left_shift = false});
-    if (narrow && !amx_) {
-      // The same constants with one channel in every lane (valid for the kind chosen above: the
-      // lanes are the channel's).
-      channel_lanes_.assign(static_cast<std::size_t>(out_channels), {});
-      for (int c = 0; c < out_channels; ++c) {
-        for (int lane = 0; lane < kernels::pw::block; ++lane)
-          channel_lanes_[c].template set_lane<R>(lane, requant_scale{mult_[c], left_[c], right_[c]});
-        if (kernels::folds_zero_point(requant_)) channel_lanes_[c].fold_zero_point(q.output_zero_point);
-      }
-    }
-  }
-#endif
-
+  // The target's lane constants (ops/pointwise/layer_avx2.hpp, layer_avx512_vnni.hpp define these where they exist).
+  void choose_lanes8(int input_channels);
+  void choose_lane_epilogue(const reference::conv_requant& q);
   void run(tensor_view<const T> in, tensor_view<T> out, std::span<std::byte> workspace) const {
     if (!require(ready_, errc::invalid_argument, "pointwise: layer was not loaded (construction reported an error)") ||
         !check_view(in, "pointwise: invalid input view") || !check_view(out, "pointwise: invalid output view"))
@@ -504,21 +479,17 @@ class pointwise {
   template <class Rows>
   [[gnu::noinline]] void run_rows(const Rows& rows, std::ptrdiff_t pixels, std::size_t image_pixels, T* destination,
                                   std::ptrdiff_t out_stride, std::uint8_t* base) const noexcept {
-#if MOSAIQ_HAS_AMX_PATH
     if constexpr (amx_compiled) {
       if (amx_) {
         run_rows_amx(rows, pixels, image_pixels, destination, out_stride, base);
         return;
       }
     }
-#endif
-#if MOSAIQ_TARGET_AVX512_VNNI
     if constexpr (narrow && std::same_as<Rows, detail::pw::pixel_rows>) {
       // The narrow kernel reads the input in place (no packed copy, no workspace).
       run_narrow_in_place(rows, pixels, destination, out_stride);
       return;
     }
-#endif
     const layout l = layout_for(channels_, image_pixels);
     auto* const packed = reinterpret_cast<input_type*>(base + l.input);
     auto* const pixel_offsets = reinterpret_cast<std::int32_t*>(base + l.offsets);
@@ -588,14 +559,12 @@ class pointwise {
 
   template <lane_requant Q>
   void run_channel_tiles(const kernels::pw::tile_job& job, T* block_out, int block_pixels) const noexcept {
-#if MOSAIQ_TARGET_AVX512_VNNI
     if constexpr (narrow) {
       run_narrow<Q>(narrow_job_for(static_cast<const std::uint8_t*>(job.input), job.input_stride, false,
                                    job.pixel_offset, block_out, job.out_stride),
                     block_pixels);
       return;
     }
-#endif
     constexpr int plain_tiles = narrow_last_block ? full_tiles - 1 : full_tiles;
     for (int t = 0; t < plain_tiles; ++t)
       run_channel_tile<tile_blocks, Q>(job, t * tile_blocks, block_out, block_pixels);
@@ -614,77 +583,22 @@ class pointwise {
     job.right_shift = right_.data() + c0;
     job.out = block_out + c0;
     job.valid_channels = std::min(NB * kernels::pw::block, out_channels - c0);
-#if MOSAIQ_TARGET_AVX512_VNNI
-    if constexpr (Q != lane_requant::general) job.lanes = lanes_.data() + first_block;
-#endif
-#if MOSAIQ_TARGET_AVX2
-    if (!lanes8_.empty()) job.lanes8 = lanes8_.data() + c0 / 8;
-#endif
+    if constexpr (Q != lane_requant::general) job.lanes = this->lanes_.data() + first_block;
+    if constexpr (detail::pw::has_lanes8<path>) {
+      if (!this->lanes8_.empty()) job.lanes8 = this->lanes8_.data() + c0 / 8;
+    }
     int p = 0;
     run_pixel_tiles<tile_pixels, NB, Q, Quads>(job, p, block_pixels);
   }
 
-#if MOSAIQ_TARGET_AVX512_VNNI
-  /// The narrow kernel's job: rows from `input`, `input_stride` bytes apart, packed (flipped, whole
-  /// k groups, pixel offsets in `pixel_offsets` with split weights) or the input in place.
+  // The VNNI path's narrow kernel (ops/pointwise/layer_avx512_vnni.hpp; only narrow layers call these).
   kernels::pw::narrow_job narrow_job_for(const std::uint8_t* input, std::ptrdiff_t input_stride, bool in_place,
-                                         const std::int32_t* pixel_offsets, T* out, std::ptrdiff_t out_stride) const {
-    return {.input = input,
-            .input_stride = input_stride,
-            .row_bytes = in_place ? channels_ : layout_for(channels_, 1).k_groups * kernels::pw::group,
-            .flip = in_place ? flip : std::uint8_t{0},
-            .weights = weights_.data(),
-            .bias = bias_.data(),
-            .multiplier = mult_.data(),
-            .left_shift = left_.data(),
-            .right_shift = right_.data(),
-            .pixel_offset = pixel_offsets,
-            .split = split_weights_,
-            .in_place = in_place,
-            .split_factor = split_factor_,
-            .lanes = channel_lanes_.data(),
-            .output_zero_point = output_zero_point_,
-            .clamp_min = clamp_.min,
-            .clamp_max = clamp_.max,
-            .out = out,
-            .out_stride = out_stride};
-  }
-
-  /// A narrow layer's rows read in place from the input (no packed copy, no workspace); a template
-  /// like run_narrow, so that only narrow layers instantiate it.
+                                         const std::int32_t* pixel_offsets, T* out, std::ptrdiff_t out_stride) const;
   template <class Rows>
   void run_narrow_in_place(const Rows& rows, std::ptrdiff_t pixels, T* destination,
-                           std::ptrdiff_t out_stride) const noexcept {
-    const kernels::pw::narrow_job job = narrow_job_for(rows.base, rows.stride, true, nullptr, destination, out_stride);
-    switch (requant_) {
-      case lane_requant::lanes_folded:
-        return run_narrow<lane_requant::lanes_folded>(job, pixels);
-      case lane_requant::lanes_folded_sign_free:
-        return run_narrow<lane_requant::lanes_folded_sign_free>(job, pixels);
-      case lane_requant::lanes:
-        return run_narrow<lane_requant::lanes>(job, pixels);
-      case lane_requant::lanes_left:
-        return run_narrow<lane_requant::lanes_left>(job, pixels);
-      default:
-        return run_narrow<lane_requant::general>(job, pixels);
-    }
-  }
-
-  /// `pixels` rows of a narrow layer, 16 at a time.
+                           std::ptrdiff_t out_stride) const noexcept;
   template <lane_requant Q>
-  static void run_narrow(kernels::pw::narrow_job job, std::ptrdiff_t pixels) noexcept {
-    constexpr int pixels_per_tile = kernels::pw::block;
-    for (std::ptrdiff_t p = 0; p < pixels; p += pixels_per_tile) {
-      if (pixels - p >= pixels_per_tile)
-        kernels::pw::narrow_tile<out_channels, R, T, Q, true>(job, pixels_per_tile);
-      else
-        kernels::pw::narrow_tile<out_channels, R, T, Q, false>(job, static_cast<int>(pixels - p));
-      job.input += pixels_per_tile * job.input_stride;
-      if (job.pixel_offset != nullptr) job.pixel_offset += pixels_per_tile;
-      job.out = static_cast<T*>(job.out) + pixels_per_tile * job.out_stride;
-    }
-  }
-#endif
+  static void run_narrow(kernels::pw::narrow_job job, std::ptrdiff_t pixels) noexcept;
 
   template <int MR, int NB, lane_requant Q, int Quads>
   static void run_pixel_tiles(kernels::pw::tile_job& job, int& p, int block_pixels) noexcept {
@@ -706,149 +620,20 @@ class pointwise {
     if constexpr (MR > 1) run_pixel_tiles<MR / 2, NB, Q, Quads>(job, p, block_pixels);
   }
 
-#if MOSAIQ_HAS_AMX_PATH
-  /// run_rows on the AMX path: per block of rows, pack them (64-byte padded, unflipped), then per
-  /// pair of channel blocks (and one last single block) run 32- or 16-row tiles over the block.
+  // The AMX path (ops/pointwise/amx.hpp defines these where MOSAIQ_HAS_AMX_PATH; only amx_compiled layers call them).
   template <class Rows>
   void run_rows_amx(const Rows& rows, std::ptrdiff_t pixels, std::size_t image_pixels, T* destination,
-                    std::ptrdiff_t out_stride, std::uint8_t* base) const noexcept {
-    const layout l = layout_for(channels_, image_pixels, true);
-    auto* const packed = reinterpret_cast<input_type*>(base + l.input);
-    auto* const pixel_offsets = reinterpret_cast<std::int32_t*>(base + l.offsets);
-    const int padded = static_cast<int>(l.row_elements);
-    const simd::amx::tile_config config = simd::amx::full_tiles();
-    simd::amx::load_config(config);
-    alignas(64) std::int32_t c[2 * amx_rows * 2 * kernels::pw::block];  // two C buffers, alternating
-    for (std::ptrdiff_t p0 = 0; p0 < pixels; p0 += l.block_pixels) {
-      const int block_pixels = static_cast<int>(std::min<std::ptrdiff_t>(l.block_pixels, pixels - p0));
-      if (split_weights_) {
-        rows.template pack<path, true>(p0, block_pixels, packed, padded, 0, pixel_offsets, split_factor_);
-      } else {
-        rows.template pack<path, false>(p0, block_pixels, packed, padded, 0, pixel_offsets, 0);  // offsets unread
-      }
-      T* const block_out = destination + p0 * out_stride;
-      switch (requant_) {
-        case lane_requant::lanes_folded:
-          run_amx_block_pairs<lane_requant::lanes_folded>(packed, padded, pixel_offsets, block_pixels, block_out,
-                                                          out_stride, c);
-          break;
-        case lane_requant::lanes_folded_sign_free:
-          run_amx_block_pairs<lane_requant::lanes_folded_sign_free>(packed, padded, pixel_offsets, block_pixels,
-                                                                    block_out, out_stride, c);
-          break;
-        case lane_requant::lanes:
-          run_amx_block_pairs<lane_requant::lanes>(packed, padded, pixel_offsets, block_pixels, block_out, out_stride,
-                                                   c);
-          break;
-        case lane_requant::lanes_left:
-          run_amx_block_pairs<lane_requant::lanes_left>(packed, padded, pixel_offsets, block_pixels, block_out,
-                                                        out_stride, c);
-          break;
-        default:
-          run_amx_block_pairs<lane_requant::general>(packed, padded, pixel_offsets, block_pixels, block_out, out_stride,
-                                                     c);
-      }
-    }
-    simd::amx::release();
-  }
-
+                    std::ptrdiff_t out_stride, std::uint8_t* base) const noexcept;
   template <lane_requant Q>
   void run_amx_block_pairs(const input_type* packed, int padded, const std::int32_t* pixel_offsets, int block_pixels,
-                           T* block_out, std::ptrdiff_t out_stride, std::int32_t* c) const noexcept {
-    int b = 0;
-    for (; b + 2 <= blocks; b += 2)
-      run_amx_blocks<2, Q>(b, packed, padded, pixel_offsets, block_pixels, block_out, out_stride, c);
-    if constexpr (blocks % 2 != 0)
-      run_amx_blocks<1, Q>(b, packed, padded, pixel_offsets, block_pixels, block_out, out_stride, c);
-  }
-
-  /// NB channel blocks from `first_block` over the block's rows, 32 (or a last 16) at a time,
-  /// software-pipelined: tile i's multiplies are issued, then tile i-1's sums (in the other C
-  /// buffer) are requantized while the tile unit works, then tile i is stored.
+                           T* block_out, std::ptrdiff_t out_stride, std::int32_t* c) const noexcept;
   template <int NB, lane_requant Q>
   void run_amx_blocks(int first_block, const input_type* packed, int padded, const std::int32_t* pixel_offsets,
-                      int block_pixels, T* block_out, std::ptrdiff_t out_stride, std::int32_t* c) const noexcept {
-    constexpr int block = kernels::pw::block;
-    const int c0 = first_block * block;
-    const std::ptrdiff_t panel_bytes = static_cast<std::ptrdiff_t>(padded) * block;  // one block's weights
-    const auto* b = reinterpret_cast<const std::int8_t*>(amx_weights_.data()) + first_block * panel_bytes;
-    const int k_steps = padded / simd::amx::k_step;
-    const auto* a = reinterpret_cast<const std::uint8_t*>(packed);
-    constexpr int buffer = amx_rows * 2 * block;
-    int previous = -1, previous_rows = 0;
-    for (int p = 0, i = 0; p < block_pixels; p += amx_rows, ++i) {
-      const int rows = std::min(amx_rows, block_pixels - p);
-      std::int32_t* const sums = c + (i % 2) * buffer;
-      const std::uint8_t* const rows_at = a + static_cast<std::ptrdiff_t>(p) * padded;
-      if (rows > 16)
-        simd::amx::gemm_compute<2, NB, is_int8>(rows_at, padded, b, panel_bytes, k_steps);
-      else
-        simd::amx::gemm_compute<1, NB, is_int8>(rows_at, padded, b, panel_bytes, k_steps);
-      if (previous >= 0)
-        requantize_amx<NB, Q>(c + ((i + 1) % 2) * buffer, previous_rows, pixel_offsets + previous, c0,
-                              block_out + previous * out_stride + c0, out_stride);
-      if (rows > 16)
-        simd::amx::gemm_store<2, NB>(sums);
-      else
-        simd::amx::gemm_store<1, NB>(sums);
-      previous = p, previous_rows = rows;
-    }
-    if (previous >= 0) {
-      const int i = previous / amx_rows;
-      requantize_amx<NB, Q>(c + (i % 2) * buffer, previous_rows, pixel_offsets + previous, c0,
-                            block_out + previous * out_stride + c0, out_stride);
-    }
-  }
-
-  /// The VNNI path's epilogue on `rows` rows of NB * 16 int32 dot products.
+                      int block_pixels, T* block_out, std::ptrdiff_t out_stride, std::int32_t* c) const noexcept;
   template <int NB, lane_requant Q>
   [[gnu::always_inline]] void requantize_amx(const std::int32_t* c, int rows, const std::int32_t* pixel_offset, int c0,
-                                             T* out, std::ptrdiff_t out_stride) const noexcept {
-    constexpr int block = kernels::pw::block;
-    const __m512i zp = _mm512_set1_epi32(output_zero_point_), lo = _mm512_set1_epi32(clamp_.min),
-                  hi = _mm512_set1_epi32(clamp_.max);
-#pragma GCC unroll 2
-    for (int b = 0; b < NB; ++b) {
-      const int valid = out_channels - (c0 + b * block);
-      const __mmask16 store_mask = valid >= block ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1u);
-      const int ch = c0 + b * block;
-      const __m512i bias = _mm512_loadu_si512(bias_.data() + ch), multiplier = _mm512_loadu_si512(mult_.data() + ch),
-                    left = _mm512_loadu_si512(left_.data() + ch), right = _mm512_loadu_si512(right_.data() + ch);
-      // Read once per block, before the stores (see vnni_path::tile).
-      const auto lanes = kernels::lane_vectors<Q>::read(lanes_[static_cast<std::size_t>(ch / block)]);
-      const bool split = split_weights_;
-      for (int r = 0; r < rows; ++r) {
-        __m512i acc = _mm512_add_epi32(_mm512_load_si512(c + r * NB * block + b * block), bias);
-        if (split) acc = _mm512_add_epi32(acc, _mm512_set1_epi32(pixel_offset[r]));
-        T* const to = out + r * out_stride + b * block;
-        if constexpr (kernels::folds_zero_point(Q)) {
-          const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc, lanes);
-          if constexpr (is_int8)
-            _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
-          else
-            _mm512_mask_cvtusepi32_storeu_epi8(to, store_mask, _mm512_max_epi32(v, _mm512_setzero_si512()));
-          continue;
-        }
-        __m512i v;
-        if constexpr (Q == lane_requant::general) {
-          v = simd::avx512::requantize_epi32<R>(acc, multiplier, left, right, zp, lo, hi);
-        } else {
-          v = _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier(acc, lanes), zp);
-          v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
-        }
-        _mm_mask_storeu_epi8(out + r * out_stride + b * block, store_mask, _mm512_cvtepi32_epi8(v));
-      }
-    }
-  }
-#endif
+                                             T* out, std::ptrdiff_t out_stride) const noexcept;
 
-#if MOSAIQ_TARGET_AVX512_VNNI
-  detail::vector<simd::avx512::requant_lanes> lanes_;          // VNNI and AMX layers: per block of 16 channels
-  detail::vector<simd::avx512::requant_lanes> channel_lanes_;  // narrow VNNI layers: per channel
-#endif
-#if MOSAIQ_TARGET_AVX2
-  detail::vector<simd::avx2::requant_lanes8> lanes8_;  // AVX2 tile, reference rounding: per 8 channels (or none)
-#endif
   int channels_ = 0;
   bool ready_ = false;
   bool amx_ = false;
@@ -882,3 +667,9 @@ struct rows_access {
 }  // namespace detail::pw
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
+
+// The target's members of pointwise, defined out of class (they need the class above); each file has
+// code only for its target.
+#include "mosaiq/ops/pointwise/amx.hpp"
+#include "mosaiq/ops/pointwise/layer_avx2.hpp"
+#include "mosaiq/ops/pointwise/layer_avx512_vnni.hpp"

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/ops/detail/common.hpp"
 #include "mosaiq/ops/pointwise/tile.hpp"
@@ -20,7 +21,13 @@ namespace kernels::pw {
 // AVX2 (also the AVX-512 build without VNNI): inputs are packed as int16, weights as int16 [16][4],
 // so one vpmaddwd multiplies a broadcast (x0 x1 x2 x3) with 4 channels x 4 k and leaves per-channel
 // pair sums; they are reduced once per tile. |x_d * w'| <= 255 * 255: pair sums fit int32, exact.
+/// The per-layer lanes of the AVX2 builds' paths (a base of pointwise: detail::pw::layer_lanes).
+struct avx2_layer_lanes {
+  detail::vector<simd::avx2::requant_lanes8> lanes8_;  // AVX2 tile, reference rounding: per 8 channels (or none)
+};
+
 struct avx2_path {
+  using layer_lanes = avx2_layer_lanes;
   using weight_type = std::int16_t;
   using input_type = std::int16_t;
   static constexpr bool signed_input = false;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "mosaiq/core/quant.hpp"
+#include "mosaiq/ops/pointwise/avx2.hpp"
 #include "mosaiq/ops/pointwise/tile.hpp"
 #include "mosaiq/simd/target.hpp"
 #include "mosaiq/simd/x86.hpp"
@@ -21,6 +22,7 @@ namespace kernels::pw {
 // pixel; 16 registers hold 6 pixels x 2 accumulators, the block's two weight vectors and the
 // broadcast input. u8 x_d times s8 w' as on AVX-512, split weights included.
 struct avx_vnni_path {
+  using layer_lanes = avx2_layer_lanes;
   using weight_type = std::int8_t;
   using input_type = std::uint8_t;
   static constexpr bool signed_input = false;

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/pointwise/tile.hpp"
+#include "mosaiq/simd/amx.hpp"
 #include "mosaiq/simd/epilogue.hpp"
 #include "mosaiq/simd/gemm_x86.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -31,10 +33,22 @@ namespace kernels::pw {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
+/// The VNNI layer's lanes (a base of pointwise: detail::pw::layer_lanes), in the layer's order.
+struct vnni_layer_lanes {
+  detail::vector<simd::avx512::requant_lanes> lanes_;          // VNNI and AMX layers: per block of 16 channels
+  detail::vector<simd::avx512::requant_lanes> channel_lanes_;  // narrow VNNI layers: per channel
+  detail::vector<simd::avx2::requant_lanes8> lanes8_;          // kept empty (avx2_layer_lanes's: choose_lanes8)
+};
+
 struct vnni_path {
+  using layer_lanes = vnni_layer_lanes;
+  static constexpr bool lane_epilogues = true;  // the tile and AMX epilogues take requant_lanes
   using weight_type = std::int8_t;
   using input_type = std::uint8_t;
   static constexpr bool signed_input = false;
+  /// Layers of this path run AMX tiles instead where the build has them and the CPU runs them
+  /// (ops/pointwise/amx.hpp).
+  static constexpr bool amx_tiles = MOSAIQ_HAS_AMX_PATH != 0;
   static constexpr pointwise_tile default_tile{8, 48};
 
   /// The default tile for a layer of `out_channels`: 8x48 and 6x64 both keep 24 accumulators and

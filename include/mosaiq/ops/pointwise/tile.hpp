@@ -35,6 +35,10 @@ inline constexpr int block_elements = block * group;
   return v;
 }
 
+/// The AVX-512 VNNI path's narrow-kernel job (ops/pointwise/avx512_vnni.hpp), declared for every
+/// target so that the layer can declare its members.
+struct narrow_job;
+
 /// Everything the microkernel needs for one tile of pixels x channels.
 struct tile_job {
   const void* input;               // packed row of the tile's first pixel
