@@ -1,11 +1,10 @@
 // Max pool's byte vectors on NEON (ops/pool/simd.hpp's max_window), aarch64 and armv7.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/pool/padded.hpp"
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/target.hpp"
 
@@ -13,22 +12,12 @@
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::pooling {
 
-/// NEON (aarch64 and armv7): bytes held unsigned, reinterpreted as signed for i8; partial vectors through a copy.
-struct bytes_wide {
+/// NEON (aarch64 and armv7): bytes held unsigned, reinterpreted as signed for i8.
+struct bytes128 {
   using vec = uint8x16_t;
   static constexpr int width = 16;
   static vec load(const void* p) noexcept { return vld1q_u8(static_cast<const std::uint8_t*>(p)); }
   static void store(void* p, vec v) noexcept { vst1q_u8(static_cast<std::uint8_t*>(p), v); }
-  static vec load(const void* p, int n) noexcept {
-    std::uint8_t copy[width] = {};
-    std::memcpy(copy, p, static_cast<std::size_t>(n));
-    return load(copy);
-  }
-  static void store(void* p, vec v, int n) noexcept {
-    std::uint8_t copy[width];
-    store(copy, v);
-    std::memcpy(p, copy, static_cast<std::size_t>(n));
-  }
   template <class T>
   static vec max(vec a, vec b) noexcept {
     if constexpr (element_traits<T>::is_signed)
@@ -45,6 +34,8 @@ struct bytes_wide {
   }
   static vec set1(std::int32_t v) noexcept { return vdupq_n_u8(static_cast<std::uint8_t>(v)); }
 };
+/// Partial vectors through a zero-padded copy.
+using bytes_wide = padded_partial<bytes128>;
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::pooling
 

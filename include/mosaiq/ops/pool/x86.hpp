@@ -1,12 +1,11 @@
 // Max pool's byte vectors on x86 (ops/pool/simd.hpp's max_window): AVX2's 32 bytes, AVX-512's 64 (masked partial
-// vectors, and a 32-channel `half` step), AVX2's partial vectors through a zero-padded copy.
+// vectors, and a 32-channel `half` step), AVX2's partial vectors through a zero-padded copy (ops/pool/padded.hpp).
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/pool/padded.hpp"
 #include "mosaiq/simd/target.hpp"
 #include "mosaiq/simd/x86.hpp"
 
@@ -51,21 +50,7 @@ struct bytes512 {
 };
 using bytes_wide = bytes512;
 #else   // AVX2 alone
-/// Partial vectors through a zero-padded copy.
-struct bytes_wide : bytes256 {
-  using bytes256::load;
-  using bytes256::store;
-  static vec load(const void* p, int n) noexcept {
-    alignas(32) std::uint8_t copy[width] = {};
-    std::memcpy(copy, p, static_cast<std::size_t>(n));
-    return load(copy);
-  }
-  static void store(void* p, vec v, int n) noexcept {
-    alignas(32) std::uint8_t copy[width];
-    store(copy, v);
-    std::memcpy(p, copy, static_cast<std::size_t>(n));
-  }
-};
+using bytes_wide = padded_partial<bytes256>;
 #endif  // MOSAIQ_TARGET_AVX512
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::pooling
