@@ -88,6 +88,31 @@ static_assert(u8_net<banding::chain(5, 16, 2)>::arena_bytes + u8_net<banding::ch
 static_assert(u8_net<banding::chain(5, 16, 2)>::layer_by_layer_arena_bytes == u8_net<banding::off()>::arena_bytes);
 static_assert(is_valid_plan(u8_net<banding::chain(5, 20, 3)>::memory_ranges, u8_net<banding::chain(5, 20, 3)>::memory));
 
+/// Whether two plans of one layer list are the same plan: chains, band heights, windows, arena and peak.
+template <class A, class B>
+constexpr bool same_plan() {
+  if (A::band_chain_count != B::band_chain_count || A::arena_bytes != B::arena_bytes ||
+      A::peak_live_bytes != B::peak_live_bytes || A::window_rows != B::window_rows)
+    return false;
+  for (std::size_t c = 0; c < A::band_chains.size(); ++c) {
+    const auto a = A::band_chains[c], b = B::band_chains[c];
+    if (a.first != b.first || a.last != b.last || a.rows != b.rows || a.count != b.count) return false;
+  }
+  return true;
+}
+
+/// The targets whose automatic plans below were checked against the choice before its candidates were evaluated
+/// over their own steps (the plans follow the layers' workspaces, which differ between targets).
+#define MOSAIQ_TEST_AUTOMATIC_PLANS (MOSAIQ_TARGET_SCALAR || (MOSAIQ_TARGET_AVX2 && !MOSAIQ_TARGET_AVX512))
+
+// The automatic choice's plans (net/network.hpp, automatic_choice), spelled as forced plans.
+#if MOSAIQ_TEST_AUTOMATIC_PLANS
+static_assert(same_plan<u8_net<banding::automatic(1000)>, u8_net<banding::chain(5, 14, 1)>>());
+static_assert(same_plan<u8_net<banding::automatic(300)>, u8_net<banding::chain(5, 14, 4)>>());
+#endif
+static_assert(same_plan<u8_net<banding::automatic(35)>, u8_net<banding::off()>>());
+static_assert(u8_net<banding::automatic(1000)>::arena_bytes < u8_net<banding::off()>::arena_bytes);
+
 #if MOSAIQ_TEST_BANDED_NETWORKS
 template <class Net>
 std::vector<typename Net::element_type> run_once(const typename Net::weights& w,
@@ -476,6 +501,25 @@ static_assert(portrait::banded_network<i8>::arena_bytes <= (MOSAIQ_TARGET_AVX512
 static_assert(portrait::banded_network<u8>::band_saved_bytes >= 190'000);
 static_assert(portrait::banded_network<u8>::layer_by_layer_arena_bytes ==
               portrait::banded_network<u8>::with_banding<banding::off()>::arena_bytes);
+
+// The automatic choice on the portrait network, one thread: within 5% it bands the stem and the first depthwise
+// layer (2 of 53 layers, 8 bands); within 100% and with 8 KiB GEMM blocks its second round adds the decoder to
+// the encoder's chain and lowers the peak below what the first chain alone leaves.
+template <banding B>
+using portrait_on = portrait::network_on<input<u8, portrait::input_size, portrait::input_size, 3>::with_banding<B>>;
+inline constexpr banding portrait_loose = banding::automatic(100).with_gemm_block_bytes(8192);
+#if MOSAIQ_TEST_AUTOMATIC_PLANS
+static_assert(same_plan<portrait_on<banding::automatic()>, portrait_on<banding::chain(0, 1, 32)>>());
+static_assert(same_plan<portrait_on<portrait_loose>,
+                        portrait_on<banding::chain(0, 17, 1).and_chain(40, 52, 26).with_gemm_block_bytes(8192)>>());
+static_assert(portrait_on<portrait_loose>::peak_live_bytes <
+              portrait_on<banding::chain(0, 17, 1).with_gemm_block_bytes(8192)>::peak_live_bytes);
+#endif
+#if MOSAIQ_TARGET_AVX2 && !MOSAIQ_TARGET_AVX512
+static_assert(portrait_on<banding::automatic()>::arena_bytes == 331'776);
+static_assert(portrait_on<portrait_loose>::arena_bytes == 155'904);
+static_assert(portrait_on<banding::chain(0, 17, 1).with_gemm_block_bytes(8192)>::arena_bytes == 163'840);
+#endif
 
 #if MOSAIQ_TEST_BANDED_NETWORKS
 template <class T>

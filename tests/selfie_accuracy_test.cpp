@@ -46,6 +46,19 @@ namespace {
 
 namespace tools = mosaiq::tools;
 
+// banding::automatic() compiles on the 139-layer selfie networks within GCC's constexpr limits (issue 21) and,
+// with 8 KiB GEMM blocks, keeps them layer by layer at any overhead bound: no candidate chain lowers the peak,
+// the three whole 128x128x16 maps read across a whole-map average pool (docs/decisions.md).
+template <class Net>
+constexpr bool automatic_keeps_layer_by_layer() {
+  using automatic = typename Net::template with_banding<mosaiq::banding::automatic(35).with_gemm_block_bytes(8192)>;
+  using bounded = typename Net::template with_banding<mosaiq::banding::off().with_gemm_block_bytes(8192)>;
+  return !automatic::banded && automatic::arena_bytes == bounded::arena_bytes &&
+         automatic::peak_live_bytes == bounded::peak_live_bytes && automatic::arena_bytes < Net::arena_bytes;
+}
+static_assert(automatic_keeps_layer_by_layer<selfie_256_i8::network>());
+static_assert(automatic_keeps_layer_by_layer<selfie_256_u8::network>());
+
 tools::rgb_image load_photo(int index) {
   const std::string path = std::string(MOSAIQ_SELFIE_PHOTOS_DIR) + "/sample" + std::to_string(index) + ".jpg";
   int width = 0, height = 0, channels = 0;

@@ -181,9 +181,14 @@ struct band_schedule {
   /// goes at a pace of its rows plus that lead spread over all bands, so every band makes about the
   /// same rows of each layer. A layer makes fewer rows where its inputs do not have them yet.
   constexpr band_step<LayerCount, TensorCount> advance(band_cursor<TensorCount>& cursor, int band) const noexcept {
+    return advance(cursor, band, leads());
+  }
+  /// The same with the layers' leads (leads()) computed once for all bands.
+  constexpr band_step<LayerCount, TensorCount> advance(band_cursor<TensorCount>& cursor, int band,
+                                                       const std::array<int, LayerCount>& lead) const noexcept {
     band_step<LayerCount, TensorCount> step;
     const band_cursor<TensorCount> before = cursor;
-    const std::array<int, LayerCount> target = targets(band);
+    const std::array<int, LayerCount> target = targets(band, lead);
     for (int l = first; l <= last; ++l) {
       const band_layer& layer = layers[std::size_t(l)];
       if (!layer.op) continue;
@@ -197,9 +202,12 @@ struct band_schedule {
       step.rows[std::size_t(l)] = {before.made[out], made};
       cursor.made[out] = made;
     }
-    // A window keeps the rows its readers still need this band: from what they make next.
+    // A window keeps the rows its readers still need this band: from what they make next. Windows are
+    // maps the chain's layers make, so the loops go over those layers, not over every map of the network.
     std::array<int, TensorCount> lowest{};
-    lowest.fill(std::numeric_limits<int>::max());
+    for (int l = first; l < last; ++l)
+      if (layers[std::size_t(l)].op)
+        lowest[std::size_t(layers[std::size_t(l)].output)] = std::numeric_limits<int>::max();
     for (int l = first; l <= last; ++l) {
       const band_layer& layer = layers[std::size_t(l)];
       const int next = before.made[std::size_t(layer.output)];
@@ -210,23 +218,32 @@ struct band_schedule {
           lowest[in] = std::min(lowest[in], layer.maps[std::size_t(k)].input_rows({next, next + 1}).first);
       }
     }
-    for (std::size_t t = 0; t < TensorCount; ++t) {
-      if (!windowed[t]) continue;
+    for (int l = first; l < last; ++l) {
+      const auto t = std::size_t(layers[std::size_t(l)].output);
+      if (!layers[std::size_t(l)].op || !windowed[t]) continue;
       step.window[t] = {std::min(lowest[t], cursor.made[t]), cursor.made[t]};
       cursor.window[t] = step.window[t];
     }
     return step;
   }
 
-  /// Rows each layer should have made after band `band` (see advance()).
-  constexpr std::array<int, LayerCount> targets(int band) const noexcept {
+  /// Each layer's lead: the rows the first band makes beyond its share of the layer's rows (see advance()).
+  constexpr std::array<int, LayerCount> leads() const noexcept {
     const std::array<int, LayerCount> first_band = demanded(band_rows, nullptr);
+    std::array<int, LayerCount> lead{};
+    for (int l = first; l <= last; ++l) {
+      const int share = (layers[std::size_t(l)].height + band_count() - 1) / band_count();
+      lead[std::size_t(l)] = std::max(0, first_band[std::size_t(l)] - share);
+    }
+    return lead;
+  }
+
+  /// Rows each layer should have made after band `band` (see advance()), from the layers' leads().
+  constexpr std::array<int, LayerCount> targets(int band, const std::array<int, LayerCount>& lead) const noexcept {
     std::array<int, LayerCount> pace{};
     for (int l = first; l <= last; ++l) {
-      const int height = layers[std::size_t(l)].height;
-      const int share = (height + band_count() - 1) / band_count();
-      const int lead = std::max(0, first_band[std::size_t(l)] - share);
-      pace[std::size_t(l)] = int((std::int64_t(height + lead) * (band + 1) + band_count() - 1) / band_count());
+      const std::int64_t height = layers[std::size_t(l)].height;
+      pace[std::size_t(l)] = int(((height + lead[std::size_t(l)]) * (band + 1) + band_count() - 1) / band_count());
     }
     return demanded((band + 1) * band_rows, &pace);
   }
@@ -280,11 +297,13 @@ struct band_schedule {
   constexpr totals measure() const noexcept {
     totals t;
     band_cursor<TensorCount> cursor{};
+    const std::array<int, LayerCount> lead = leads();
     for (int b = 0; b < band_count(); ++b) {
       const band_cursor<TensorCount> before = cursor;
-      const band_step<LayerCount, TensorCount> s = advance(cursor, b);
-      for (std::size_t m = 0; m < TensorCount; ++m) {
-        if (!windowed[m]) continue;
+      const band_step<LayerCount, TensorCount> s = advance(cursor, b, lead);
+      for (int l = first; l < last; ++l) {
+        const auto m = std::size_t(layers[std::size_t(l)].output);
+        if (!layers[std::size_t(l)].op || !windowed[m]) continue;
         t.capacity[m] = std::max(t.capacity[m], s.window[m].rows());
         t.moved[m] += std::uint64_t(kept_rows(before.window[m], s.window[m]));
       }

@@ -680,7 +680,46 @@ class network {
   }
 
  private:
-  static constexpr std::size_t peak_of(const chain_plan& p) { return mosaiq::peak_live_bytes(make_layout(p).ranges); }
+  /// Steps of the plan: one per layer, and one after the last for the output taps read at the end.
+  static constexpr std::size_t step_count = layer_count + 1;
+
+  /// Live bytes at each step in [from, to] of a layout's buffers (0 at the other steps).
+  static constexpr std::array<std::size_t, step_count> live_bytes(const buffer_layout& b, int from, int to) {
+    std::array<std::size_t, step_count> live{};
+    for (const live_range& r : b.ranges) {
+      const std::size_t bytes = align_up(r.bytes);
+      if (bytes == 0) continue;
+      for (int step = std::max(r.first, from); step <= std::min(r.last, to); ++step) live[std::size_t(step)] += bytes;
+    }
+    return live;
+  }
+
+  /// A plan's live bytes as adding a chain [first, last] sees them: the most live at the steps before
+  /// `first` (before[first]) and from `last + 1` on (after[last + 1]). Adding a chain changes only the
+  /// buffers of the steps it spans: its maps' windows and lifetimes (from its first step, until its last),
+  /// the inputs it reads (kept until its last band), its workspace (over its steps) and its layers' own
+  /// (none); a map a chain layer wrote in place now has a buffer of its own, of the same size.
+  struct step_peaks {
+    std::array<std::size_t, step_count + 1> before{}, after{};
+    std::size_t peak = 0;
+  };
+  static constexpr step_peaks peaks_of(const chain_plan& plan) {
+    const std::array<std::size_t, step_count> live = live_bytes(make_layout(plan), 0, int(step_count) - 1);
+    step_peaks p;
+    for (std::size_t step = 0; step < step_count; ++step) p.before[step + 1] = std::max(p.before[step], live[step]);
+    for (std::size_t step = step_count; step-- > 0;) p.after[step] = std::max(p.after[step + 1], live[step]);
+    p.peak = p.after[0];
+    return p;
+  }
+
+  /// Peak live bytes of `plan` with chain `c` added, from `plan`'s peaks_of(): the steps of c alone re-counted.
+  static constexpr std::size_t peak_with(const chain_plan& plan, const step_peaks& outside, const chain_choice& c) {
+    const int first = c.schedule.first, last = c.schedule.last;
+    const std::array<std::size_t, step_count> inside = live_bytes(make_layout(plan.with(c)), first, last);
+    std::size_t peak = std::max(outside.before[std::size_t(first)], outside.after[std::size_t(last + 1)]);
+    for (int step = first; step <= last; ++step) peak = std::max(peak, inside[std::size_t(step)]);
+    return peak;
+  }
 
   /// The smallest band height of chain [first, last] within the overhead bound (none: not banded).
   /// Taller bands move fewer rows per row made and take fewer steps, so the figure falls as the
@@ -721,38 +760,81 @@ class network {
     return false;
   }
 
-  /// The chain that, added to `plan`, gives the smallest peak live bytes below `plan`'s (none: not
-  /// banded). Candidates start a run of joining layers, or where a chain of the plan ended.
-  static constexpr chain_choice best_added_chain(const chain_plan& plan, int max_percent) {
-    chain_choice best{};
-    std::size_t best_peak = peak_of(plan);
+  /// Calls fn(first, last) for every chain the automatic choice tries beside `plan`, by first layer, then
+  /// last: chains start a run of joining layers, or where a chain of the plan ended, and end where
+  /// chain_end_candidate() allows, before any chain of the plan.
+  template <class Fn>
+  static constexpr void for_each_candidate(const chain_plan& plan, Fn&& fn) {
     for (int first = 0; first < int(layer_count); ++first) {
       if (!band_layers[std::size_t(first)].op || !joins(first) || plan.chain_of(first) >= 0) continue;
       const int previous = first - 1;
       if (previous >= 0 && joins(previous) && band_layers[std::size_t(previous)].op && plan.chain_of(previous) < 0)
         continue;  // not the start of a run of joining layers (nor right after a chain)
-      for (int last = first + 1; last < int(layer_count) && joins(last) && !overlaps(plan, first, last); ++last) {
-        if (!band_layers[std::size_t(last)].op || !chain_end_candidate(last) || !valid_chain(first, last)) continue;
-        const chain_choice c = best_band_rows(first, last, max_percent);
-        if (!c.banded) continue;
-        const std::size_t peak = peak_of(plan.with(c));
-        if (peak < best_peak) best = c, best_peak = peak;
-      }
+      for (int last = first + 1; last < int(layer_count) && joins(last) && !overlaps(plan, first, last); ++last)
+        if (band_layers[std::size_t(last)].op && chain_end_candidate(last) && valid_chain(first, last)) fn(first, last);
     }
+  }
+
+  /// A candidate chain and its band height from best_band_rows() (0: none within the bound).
+  struct candidate {
+    static constexpr int unknown = -1;  ///< not evaluated yet
+    int first = 0, last = 0, band_rows = unknown;
+  };
+  /// The candidates beside no chain: every later round's candidates are these, less those overlapping
+  /// the plan, and those starting after a chain of the plan.
+  static constexpr std::size_t first_round_candidates = [] {
+    std::size_t count = 0;
+    for_each_candidate(layer_by_layer, [&](int, int) { ++count; });
+    return count;
+  }();
+  using candidate_table = std::array<candidate, first_round_candidates>;
+
+  /// The chain that, added to `plan`, gives the smallest peak live bytes below `plan`'s (none: not
+  /// banded). Band heights come from `known` (the first round's candidates, in candidate order) where a
+  /// round found them; the first round (an empty plan) lists them. Only the candidate's steps are
+  /// re-counted (peak_with), and only for candidates that can lower the peak.
+  static constexpr chain_choice best_added_chain(const chain_plan& plan, int max_percent, candidate_table& known) {
+    const step_peaks outside = peaks_of(plan);
+    chain_choice best{};
+    std::size_t best_peak = outside.peak, at = 0;
+    const bool first_round = plan.count == 0;
+    for_each_candidate(plan, [&](int first, int last) {
+      const auto before = [&](const candidate& k) { return k.first < first || (k.first == first && k.last < last); };
+      candidate* entry = nullptr;
+      if (first_round) {
+        entry = &known[at++];
+        *entry = {first, last, candidate::unknown};
+      } else {
+        while (at < known.size() && before(known[at])) ++at;
+        if (at < known.size() && known[at].first == first && known[at].last == last) entry = &known[at];
+      }
+      // The steps outside the chain keep their live bytes: a chain whose outside already reaches the best
+      // peak cannot lower it, whatever its band height.
+      if (std::max(outside.before[std::size_t(first)], outside.after[std::size_t(last + 1)]) >= best_peak) return;
+      chain_choice c{};
+      if (entry != nullptr && entry->band_rows != candidate::unknown) {
+        if (entry->band_rows > 0) c = banded_choice(first, last, entry->band_rows);
+      } else {
+        c = best_band_rows(first, last, max_percent);
+        if (entry != nullptr) entry->band_rows = c.banded ? c.schedule.band_rows : 0;
+      }
+      if (!c.banded) return;
+      const std::size_t peak = peak_with(plan, outside, c);
+      if (peak < best_peak) best = c, best_peak = peak;
+    });
     return best;
   }
 
-  /// Chains the automatic choice adds: each round evaluates every candidate chain at every band height
-  /// its bisection tries, and a second round exceeds GCC's constexpr operation limit on the portrait
-  /// network; several chains are forced with banding::chain(...).and_chain(...).
-  static constexpr int max_automatic_chains = 1;
+  /// Chains the automatic choice adds at most: as many as a plan may have.
+  static constexpr int max_automatic_chains = max_band_chains;
 
   /// banding::automatic(): chains added one at a time (at most max_automatic_chains), each the one that
   /// lowers the peak live bytes most (ties: the earlier, shorter chain), until none lowers it.
   static constexpr chain_plan automatic_choice(int max_percent) {
     chain_plan plan = layer_by_layer;
+    candidate_table known{};
     while (plan.count < max_automatic_chains) {
-      const chain_choice c = best_added_chain(plan, max_percent);
+      const chain_choice c = best_added_chain(plan, max_percent, known);
       if (!c.banded) break;
       plan = plan.with(c);
     }
@@ -1215,7 +1297,9 @@ class network {
     constexpr const schedule_type& schedule = chains.chains[std::size_t(Chain)].schedule;
     std::array<typename schedule_type::step_type, std::size_t(schedule.band_count())> steps{};
     band_cursor<tensor_count> cursor{};
-    for (int band = 0; band < schedule.band_count(); ++band) steps[std::size_t(band)] = schedule.advance(cursor, band);
+    const auto lead = schedule.leads();
+    for (int band = 0; band < schedule.band_count(); ++band)
+      steps[std::size_t(band)] = schedule.advance(cursor, band, lead);
     return steps;
   }();
 
