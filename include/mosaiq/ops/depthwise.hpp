@@ -474,15 +474,13 @@ class depthwise {
                   .pixels = pixels,
                   .pixel_width = job_channels / pixels,
                   .out_width = expected.width};
-              if constexpr (rows_th > 1) {
-                if (r + rows_th <= pass_rows && !split_weights_) {
-                  run_row_tiles<rows_th, rows_tw>(job, l.out_w);
-                  r += rows_th;
-                  continue;
-                }
+              if (rows_th > 1 && r + rows_th <= pass_rows && !split_weights_) {
+                if constexpr (rows_th > 1) run_row_tiles<rows_th, rows_tw>(job, l.out_w);
+                r += rows_th;
+              } else {
+                run_columns(job, l.out_w);
+                ++r;
               }
-              run_columns(job, l.out_w);
-              ++r;
             }
           }
         }
@@ -514,7 +512,8 @@ class depthwise {
     const std::ptrdiff_t column_bytes = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
     if constexpr (detail::dw::uses_vnni) {
       const int pixels = detail::dw::pixels_per_job(oc);
-      if (pixels > 1) return build_narrow_row(in, source, source_stride, pixels, row, pad_pixel, l, pad_left);
+      if (pixels > 1)
+        return build_narrow_row(in, source, source_stride, oc, pixels, row, column_bytes, pad_pixel, l, pad_left);
     }
     for (int ox = 0; ox < l.out_w; ++ox)
       for (int g = 0; g < groups; ++g) {
@@ -549,7 +548,8 @@ class depthwise {
   // (pixels_per_job > 1), single-row tiles (split weights: half the columns) and TH-row tiles.
   [[gnu::always_inline]] inline void choose_lane_epilogue(const reference::conv_requant& q, int padded);
   [[gnu::always_inline]] inline void build_narrow_row(const tensor_view<const T>& in, const std::uint8_t* source,
-                                                      std::ptrdiff_t source_stride, int pixels, std::uint8_t* row,
+                                                      std::ptrdiff_t source_stride, int oc, int pixels,
+                                                      std::uint8_t* row, std::ptrdiff_t column_bytes,
                                                       const std::uint8_t* pad_pixel, const layout& l,
                                                       int pad_left) const;
   template <int TW>

@@ -28,10 +28,9 @@ inline void depthwise<Cfg, T>::choose_lane_epilogue(const reference::conv_requan
 /// A narrow layer's tap-group row (pixels_per_job(oc) > 1 pixels per 64-channel job column).
 template <depthwise_config Cfg, quantized_element T>
 inline void depthwise<Cfg, T>::build_narrow_row(const tensor_view<const T>& in, const std::uint8_t* source,
-                                                std::ptrdiff_t source_stride, int pixels, std::uint8_t* row,
-                                                const std::uint8_t* pad_pixel, const layout& l, int pad_left) const {
-  const int oc = channels_ * multiplier;
-  const std::ptrdiff_t column_bytes = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
+                                                std::ptrdiff_t source_stride, int oc, int pixels, std::uint8_t* row,
+                                                std::ptrdiff_t column_bytes, const std::uint8_t* pad_pixel,
+                                                const layout& l, int pad_left) const {
   const int out_width = output_shape(in.dims()).width;
   // Stride 1 or 2 over densely packed pixels: a job column's sources per tap are one 64-byte
   // run (stride 1) or every other pixel of a 128-byte one (stride 2).
