@@ -174,13 +174,13 @@ TEST_CASE_TEMPLATE("add over every pair of values: zero points, scales, rounding
   check_add_exhaustive<T, rounding::tflite_reference>(a, b, table_runs, runs);
   check_add_exhaustive<T, rounding::single_round>(a, b, table_runs, runs);
   MESSAGE("per-input tables in ", table_runs, " of ", runs, " quantizations");
-#if defined(MOSAIQ_ADD_TABLES)
-  CHECK(table_runs * 2 > runs);  // most quantizations take the tables
-  const mosaiq::add<T> generic(quant_params{0.05f, 3}, quant_params{0.03f, 9}, quant_params{0.07f, 2});
-  CHECK(generic.uses_tables());
-#else
-  CHECK(table_runs == 0);
-#endif
+  if constexpr (mosaiq::detail::eltwise::native_path::add_tables) {
+    CHECK(table_runs * 2 > runs);  // most quantizations take the tables
+    const mosaiq::add<T> generic(quant_params{0.05f, 3}, quant_params{0.03f, 9}, quant_params{0.07f, 2});
+    CHECK(generic.uses_tables());
+  } else {
+    CHECK(table_runs == 0);
+  }
 }
 
 template <class T>

@@ -67,18 +67,11 @@
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/target.hpp"
 #include "mosaiq/simd/x86.hpp"
-#if MOSAIQ_TARGET_AVX2
+// The path files (each guards itself: it has code only for its target).
 #include "mosaiq/ops/depthwise/avx2.hpp"
-#endif
-#if MOSAIQ_TARGET_AVX512
 #include "mosaiq/ops/depthwise/avx512.hpp"
-#endif
-#if MOSAIQ_TARGET_AVX512_VNNI
 #include "mosaiq/ops/depthwise/avx512_vnni.hpp"
-#endif
-#if MOSAIQ_TARGET_NEON
 #include "mosaiq/ops/depthwise/neon.hpp"
-#endif
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
@@ -115,6 +108,13 @@ using native_path = kernels::dw::neon_path;
 #else
 using native_path = kernels::dw::scalar_path;
 #endif
+
+/// The requantization lanes a path's tiles read (Path::layer_lanes, chosen at load), or none.
+struct no_layer_lanes {
+  const void* at(int) const noexcept { return nullptr; }
+};
+template <class Path>
+using layer_lanes = typename detail::kernel::layer_lanes_of<Path, no_layer_lanes>::type;
 
 constexpr int groups_for(int kernel_w) noexcept { return (kernel_w + group_taps - 1) / group_taps; }
 
@@ -340,16 +340,7 @@ class depthwise {
       const requant_scale s = q.scale_for(c);
       mult_[at_channel] = s.multiplier, left_[at_channel] = s.left_shift, right_[at_channel] = s.right_shift;
     }
-#if MOSAIQ_TARGET_AVX512_VNNI
-    if constexpr (detail::dw::uses_vnni) {
-      // The zero point goes into the offsets (the tile adds none); the bytes are clamped after packing.
-      requant_lanes_.assign(static_cast<std::size_t>(padded / detail::dw::block), {});
-      requant_ = kernels::choose_requant_epilogue<R>(
-          requant_lanes_, mult_.data(), left_.data(), right_.data(), q.output_zero_point, q.clamp,
-          {element_traits<T>::min, element_traits<T>::max},
-          {.unfolded = false, .folded_under_clamp = true, .folded_left_shift = true});
-    }
-#endif
+    if constexpr (detail::dw::uses_vnni) choose_lane_epilogue(q, padded);
     for (int g = 0; g < groups; ++g)
       for (int lane = 0; lane < detail::dw::block; ++lane)
         for (int t = 0; t < detail::dw::group_taps; ++t)
@@ -484,7 +475,7 @@ class depthwise {
                   .pixel_width = job_channels / pixels,
                   .out_width = expected.width};
               if (rows_th > 1 && r + rows_th <= pass_rows && !split_weights_) {
-                run_row_tiles<rows_th, rows_tw>(job, l.out_w);
+                if constexpr (rows_th > 1) run_row_tiles<rows_th, rows_tw>(job, l.out_w);
                 r += rows_th;
               } else {
                 run_columns(job, l.out_w);
@@ -508,12 +499,10 @@ class depthwise {
       for (int ix = 0; ix < in.width(); ++ix) {
         const std::uint8_t* px = source + ix * source_stride;
         std::uint8_t* dst = expanded + static_cast<std::ptrdiff_t>(ix) * oc;
-#if MOSAIQ_TARGET_AVX512
-        if constexpr (multiplier == 2) {
-          kernels::dw::replicate_pairs(px, dst, channels_);
+        if constexpr (kernels::dw::replicates_channels<multiplier>) {
+          kernels::dw::replicate_channels<multiplier>(px, dst, channels_);
           continue;
         }
-#endif
         for (int ic = 0; ic < channels_; ++ic)
           for (int m = 0; m < multiplier; ++m) dst[ic * multiplier + m] = px[ic];
       }
@@ -521,50 +510,11 @@ class depthwise {
       source_stride = oc;
     }
     const std::ptrdiff_t column_bytes = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
-#if MOSAIQ_TARGET_AVX512_VNNI
     if constexpr (detail::dw::uses_vnni) {
       const int pixels = detail::dw::pixels_per_job(oc);
-      if (pixels > 1) {
-        const int out_width = output_shape(in.dims()).width;
-        // Stride 1 or 2 over densely packed pixels: a job column's sources per tap are one 64-byte
-        // run (stride 1) or every other pixel of a 128-byte one (stride 2).
-        constexpr int sw = Cfg.stride.w;
-        const bool runs = (sw == 1 || sw == 2) && source_stride == oc && oc * pixels == job_channels;
-        for (int ox = 0; ox < l.out_w; ++ox)
-          for (int g = 0; g < groups; ++g) {
-            if (runs && (ox + 1) * pixels <= out_width) {
-              const std::uint8_t* starts[detail::dw::group_taps];
-              bool inside = true;
-              for (int t = 0; t < detail::dw::group_taps; ++t) {
-                const int tap = g * detail::dw::group_taps + t;
-                const int ix = ox * pixels * sw - pad_left + tap * Cfg.dilation.w;
-                const bool in_image = ix >= 0 && ix + (pixels - 1) * sw < in.width();
-                starts[t] = tap < kw && in_image ? source + ix * source_stride : nullptr;
-                inside = inside && (tap >= kw || in_image);
-              }
-              if (inside) {
-                if constexpr (sw == 1)
-                  path::interleave_runs(starts, row + (ox * groups + g) * column_bytes, flip);
-                else
-                  path::interleave_strided_runs(starts, pixels, row + (ox * groups + g) * column_bytes, flip);
-                continue;
-              }
-            }
-            const std::uint8_t* taps[detail::dw::max_pixels_per_job][detail::dw::group_taps];
-            for (int k = 0; k < pixels; ++k)
-              for (int t = 0; t < detail::dw::group_taps; ++t) {
-                const int x = ox * pixels + k, tap = g * detail::dw::group_taps + t;
-                const int ix = x * Cfg.stride.w - pad_left + tap * Cfg.dilation.w;
-                taps[k][t] =
-                    x < out_width && tap < kw && ix >= 0 && ix < in.width() ? source + ix * source_stride : pad_pixel;
-              }
-            path::interleave_pixels(taps, pixels, job_channels / pixels, row + (ox * groups + g) * column_bytes, oc,
-                                    flip);
-          }
-        return;
-      }
+      if (pixels > 1)
+        return build_narrow_row(in, source, source_stride, oc, pixels, row, column_bytes, pad_pixel, l, pad_left);
     }
-#endif
     for (int ox = 0; ox < l.out_w; ++ox)
       for (int g = 0; g < groups; ++g) {
         const std::uint8_t* taps[detail::dw::group_taps];
@@ -580,17 +530,7 @@ class depthwise {
   template <int TW>
   static void run_tiles(const kernels::dw::row_job& job, int& ox, int out_w, bool split) noexcept {
     if constexpr (detail::dw::uses_vnni) {
-#if MOSAIQ_TARGET_AVX512_VNNI
-      constexpr int sh = pass_row_shift, dh = Cfg.dilation.h;
-      if (split) {
-        // Twice the accumulators: keep the split tile within the register file.
-        constexpr int split_tw = TW > 2 ? 2 : TW;
-        for (; ox + split_tw <= out_w; ox += split_tw)
-          path::template tile<kh, groups, 1, split_tw, sh, dh, R, T, true>(job, ox);
-      } else {
-        for (; ox + TW <= out_w; ox += TW) path::template tile<kh, groups, 1, TW, sh, dh, R, T, false>(job, ox);
-      }
-#endif
+      run_vnni_tiles<TW>(job, ox, out_w, split);
     } else {
       (void)split;
       for (; ox + TW <= out_w; ox += TW) path::template tile<kh, groups, TW, R, T>(job, ox);
@@ -603,19 +543,21 @@ class depthwise {
     run_tiles<tile_w>(job, ox, out_w, split_weights_);
   }
 
-  /// TH output rows (VNNI, no split weights) in tiles of TW columns, then the narrower cascade.
+  // The VNNI path's members (ops/depthwise/layer_avx512_vnni.hpp; declared on every target, only
+  // VNNI targets call them): the lane epilogue chosen at load, the narrow layers' tap-group rows
+  // (pixels_per_job > 1), single-row tiles (split weights: half the columns) and TH-row tiles.
+  [[gnu::always_inline]] inline void choose_lane_epilogue(const reference::conv_requant& q, int padded);
+  [[gnu::always_inline]] inline void build_narrow_row(const tensor_view<const T>& in, const std::uint8_t* source,
+                                                      std::ptrdiff_t source_stride, int oc, int pixels,
+                                                      std::uint8_t* row, std::ptrdiff_t column_bytes,
+                                                      const std::uint8_t* pad_pixel, const layout& l,
+                                                      int pad_left) const;
+  template <int TW>
+  [[gnu::always_inline]] static inline void run_vnni_tiles(const kernels::dw::row_job& job, int& ox, int out_w,
+                                                           bool split) noexcept;
+  /// TH output rows (no split weights) in tiles of TW columns, then the narrower cascade.
   template <int TH, int TW>
-  static void run_row_tiles(const kernels::dw::row_job& job, int out_w, int ox = 0) noexcept {
-#if MOSAIQ_TARGET_AVX512_VNNI
-    if constexpr (TH > 1) {
-      for (; ox + TW <= out_w; ox += TW)
-        path::template tile<kh, groups, TH, TW, pass_row_shift, Cfg.dilation.h, R, T, false>(job, ox);
-      if constexpr (TW > 1) run_row_tiles<TH, TW / 2>(job, out_w, ox);
-    }
-#else
-    (void)job, (void)out_w, (void)ox;
-#endif
-  }
+  static void run_row_tiles(const kernels::dw::row_job& job, int out_w, int ox = 0) noexcept;
 
   int channels_ = 0;
   bool ready_ = false;
@@ -626,12 +568,12 @@ class depthwise {
   detail::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
   std::array<std::int8_t, groups * block_bytes> group_ones_{};
   kernels::requant_epilogue requant_ = kernels::requant_epilogue::general;
-#if MOSAIQ_TARGET_AVX512_VNNI
-  detail::vector<simd::avx512::requant_lanes> requant_lanes_;  // per 16 padded channel positions
-  const void* requant_lanes_data(int c0) const noexcept { return requant_lanes_.data() + c0 / detail::dw::block; }
-#else
-  const void* requant_lanes_data(int) const noexcept { return nullptr; }
-#endif
+  [[no_unique_address]] detail::dw::layer_lanes<path> lanes_;
+  const void* requant_lanes_data(int c0) const noexcept { return lanes_.at(c0); }
 };
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
+
+// The target's members of depthwise, defined out of class (they need the class above); the file has
+// code only for its target.
+#include "mosaiq/ops/depthwise/layer_avx512_vnni.hpp"

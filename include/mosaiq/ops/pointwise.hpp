@@ -193,16 +193,7 @@ using native_path = kernels::pw::scalar_path;
 /// first base of pointwise; an empty base for paths without.
 struct no_layer_lanes {};
 template <class Path>
-struct layer_lanes_of {
-  using type = no_layer_lanes;
-};
-template <class Path>
-requires requires { typename Path::layer_lanes; }
-struct layer_lanes_of<Path> {
-  using type = typename Path::layer_lanes;
-};
-template <class Path>
-using layer_lanes = typename layer_lanes_of<Path>::type;
+using layer_lanes = typename detail::kernel::layer_lanes_of<Path, no_layer_lanes>::type;
 
 /// Whether Path's tile and AMX epilogues can requantize with per-block lanes (simd::avx512::requant_lanes).
 template <class Path>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "mosaiq/ops/depthwise/scalar.hpp"
 #include "mosaiq/simd/target.hpp"
 #include "mosaiq/simd/x86.hpp"
 
@@ -15,7 +16,11 @@ namespace kernels::dw {
 
 /// dst[2c] = dst[2c + 1] = px[c] for c < channels (depth multiplier 2), 32 channels per step: each
 /// byte widened to a 16-bit lane holding it twice. Masked loads and stores stay inside both rows.
-[[gnu::always_inline]] inline void replicate_pairs(const std::uint8_t* px, std::uint8_t* dst, int channels) noexcept {
+template <>
+inline constexpr bool replicates_channels<2> = true;
+template <>
+[[gnu::always_inline]] inline void replicate_channels<2>(const std::uint8_t* px, std::uint8_t* dst,
+                                                         int channels) noexcept {
   for (int ic = 0; ic < channels; ic += 32) {
     const int count = std::min(32, channels - ic);
     const __mmask32 mask = count == 32 ? ~__mmask32{0} : (__mmask32{1} << count) - 1;

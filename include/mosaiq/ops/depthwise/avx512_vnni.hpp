@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/depthwise/row_job.hpp"
@@ -16,6 +17,13 @@
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 namespace kernels::dw {
+
+/// The VNNI layer's requantization lanes (a member of depthwise: detail::dw::layer_lanes), one per
+/// 16 padded channel positions.
+struct vnni_layer_lanes {
+  detail::vector<simd::avx512::requant_lanes> requant_lanes_;
+  const void* at(int c0) const noexcept { return requant_lanes_.data() + c0 / block; }
+};
 
 // AVX-512 VNNI: one vpdpbusd (u8 x_f times s8 weights, 4 taps summed per lane) per 16 channels,
 // kernel row and tap group. int8 weights are s8 already; uint8 weights use w' = w - filter_zp when
@@ -32,6 +40,7 @@ struct vnni_path {
   static constexpr int job_channels = 64;              // channels per job (detail::dw::job_channels)
   static constexpr int blocks = job_channels / block;  // 16-lane blocks per job
   static constexpr int default_tile_w = 4;             // x four 16-lane blocks
+  using layer_lanes = vnni_layer_lanes;
 
   // The 8-bit then 16-bit unpacks of four tap vectors give, per 128-bit lane L and output vector
   // j, the 4 taps of lanes 16L + 4j .. 16L + 4j + 3, which is block j of the job in

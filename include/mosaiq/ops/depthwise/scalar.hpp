@@ -15,6 +15,14 @@
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 namespace kernels::dw {
 
+/// Whether this target has a vector expansion for depth multiplier M (output channel c*M + m reads input
+/// channel c): replicate_channels<M>, specialised where it exists (ops/depthwise/avx512.hpp: M = 2); the
+/// front end's plain loop runs otherwise.
+template <int M>
+inline constexpr bool replicates_channels = false;
+template <int M>
+void replicate_channels(const std::uint8_t* px, std::uint8_t* dst, int channels) noexcept;
+
 // Scalar path: the structure of the SIMD paths in plain loops (and the twin they are tested against).
 struct scalar_path {
   using weight_type = std::int16_t;

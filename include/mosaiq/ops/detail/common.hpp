@@ -94,4 +94,16 @@ template <class T>
 }
 #endif
 
+/// A path's per-layer lane constants (Path::layer_lanes: the requantization lanes its tiles read,
+/// chosen at load), or None for paths without.
+template <class Path, class None>
+struct layer_lanes_of {
+  using type = None;
+};
+template <class Path, class None>
+requires requires { typename Path::layer_lanes; }
+struct layer_lanes_of<Path, None> {
+  using type = typename Path::layer_lanes;
+};
+
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::kernel

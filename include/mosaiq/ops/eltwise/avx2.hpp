@@ -1,6 +1,5 @@
 // The AVX2 (without AVX-512) kernels of ops/eltwise.hpp: MUL's folded requantization, add's table lookups with dword
-// gathers (element-wise and held terms), and the held lines (held_lines.hpp) 32 elements per step. Defines
-// MOSAIQ_MUL_FOLDED, MOSAIQ_ADD_TABLES and MOSAIQ_ADD_TABLE_TERMS.
+// gathers (element-wise and held terms), and the held lines (held_lines.hpp) 32 elements per step; avx2_path says so.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -17,12 +16,12 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
+#include "mosaiq/ops/eltwise/path.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/simd/x86.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
 
-#define MOSAIQ_MUL_FOLDED 1
 /// MUL's requantization with its two roundings folded into one floor (AVX2, exact). With P = (product << left) * M:
 /// SaturatingRoundingDoublingHighMul is Q = floor((P + 2^30) / 2^31) (M is never INT32_MIN, so it never saturates),
 /// and RoundingDivideByPOT(Q, e) = floor((Q + 2^(e-1) - [Q < 0]) / 2^e) = floor(Q' / 2^e) with
@@ -75,8 +74,6 @@ struct mul_folded_regs {
   }
 };
 
-#define MOSAIQ_ADD_TABLES 1
-#define MOSAIQ_ADD_TABLE_TERMS 1
 /// The table add on 8 elements per step with two dword gathers; a tail below 8 runs the same formula in scalar code.
 struct add_table_regs {
   const std::int32_t* first;
@@ -200,6 +197,12 @@ inline std::size_t line_columns_avx2(const T* run, std::ptrdiff_t run_step, T* o
     return line_columns_avx2<Split, true, T>(run, run_step, out, out_step, pixels, slope, offset, below, n, k);
   return line_columns_avx2<Split, false, T>(run, run_step, out, out_step, pixels, slope, offset, below, n, k);
 }
+
+/// The AVX2 path (without AVX-512): add's tables (ops/eltwise/x86.hpp), MUL's folded output step.
+struct avx2_path : lanes_path {
+  static constexpr bool add_tables = true;
+  using mul_folded = mul_folded_regs;
+};
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
 

@@ -1,5 +1,5 @@
 // add's table kernels on AVX-512: byte-plane lookups with vpermi2b (VBMI), else dword gathers; the broadcast
-// (held-term) span with gathers. Included by ops/eltwise.hpp; defines MOSAIQ_ADD_TABLES and MOSAIQ_ADD_TABLE_TERMS.
+// (held-term) span with gathers; avx512_path says so.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -14,11 +14,9 @@
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
+#include "mosaiq/ops/eltwise/path.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
-
-#define MOSAIQ_ADD_TABLES 1
-#define MOSAIQ_ADD_TABLE_TERMS 1
 
 #if MOSAIQ_TARGET_AVX512_VBMI
 /// The table add on 64 elements per step: each byte plane is a 256-entry byte table in 4 zmm, looked up with two
@@ -116,6 +114,11 @@ inline void add_table_terms_span(const T* v, const std::int32_t* table, const st
     _mm512_mask_cvtepi32_storeu_epi8(out + i, m, _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(sum, 8), lo), hi));
   }
 }
+
+/// The AVX-512 path: add's tables (ops/eltwise/x86.hpp); MUL runs the general lane multiply.
+struct avx512_path : lanes_path {
+  static constexpr bool add_tables = true;
+};
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
 

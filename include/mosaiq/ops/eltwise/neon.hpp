@@ -1,5 +1,5 @@
 // add's table kernel on aarch64: byte planes looked up with tbl/tbx (armv7, with 64-bit tables only, keeps the
-// arithmetic pipeline). Included by ops/eltwise.hpp; defines MOSAIQ_ADD_TABLES.
+// arithmetic pipeline), and the aarch64 path: element-wise runs on the tables, held inputs on the pipeline.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -16,10 +16,11 @@
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
+#include "mosaiq/ops/eltwise/path.hpp"
+#include "mosaiq/ops/eltwise/simd.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
 
-#define MOSAIQ_ADD_TABLES 1
 /// The table add on 16 elements per step: each byte plane is looked up with one tbl and three tbx over 64-byte
 /// quarters, the levels are added as 16-bit words, the carry is a byte compare of the ranks, then a saturating
 /// narrow and the activation clamp. armv7 (64-bit tbl only) keeps the arithmetic pipeline.
@@ -81,6 +82,28 @@ inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const 
     std::memcpy(out + i, to, (n - i) * sizeof(T));
   }
 }
+
+/// Tables without a gather (aarch64 tbl): element-wise runs on the tables, held inputs on the pipeline.
+template <rounding R, quantized_element T>
+struct add_mixed_kernels : add_pipeline_kernels<R, T> {
+  add_table_regs table_regs;
+
+  add_mixed_kernels(const reference::add_params& p, const add_tables& t, const held_line_sides* held)
+      : add_pipeline_kernels<R, T>(p, held), table_regs(t, p.clamp) {}
+  void pair(const T* a, const T* b, T* out, std::size_t n) const { add_table_span<T>(a, b, out, n, table_regs); }
+};
+
+template <rounding R, quantized_element T>
+inline void add_tables_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
+                                 const tensor_view<T>& out, const reference::add_params& params,
+                                 const add_tables& tables, const held_line_sides* lines) {
+  run_broadcast(a, b, out, add_mixed_kernels<R, T>(params, tables, lines));
+}
+
+/// The aarch64 path: add's tables.
+struct neon_path : lanes_path {
+  static constexpr bool add_tables = true;
+};
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
 

@@ -1,0 +1,52 @@
+// add's table kernels on x86 (AVX2 and AVX-512): element-wise runs and held terms both on the tables, the held
+// terms gathered (add_table_terms_span of ops/eltwise/avx2.hpp, avx512.hpp).
+#pragma once
+
+#include "mosaiq/simd/target.hpp"
+
+#if MOSAIQ_TARGET_AVX2
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mosaiq/core/activation.hpp"
+#include "mosaiq/core/tensor.hpp"
+#include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/eltwise/add_tables.hpp"
+#include "mosaiq/ops/eltwise/avx2.hpp"
+#include "mosaiq/ops/eltwise/avx512.hpp"
+#include "mosaiq/ops/eltwise/simd.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
+
+/// add's per-input tables as binary_kernels; a term is an input's table entry.
+template <quantized_element T>
+struct add_table_kernels : line_source {
+  const add_tables& tables;
+  add_table_regs regs;
+  clamp_range clamp;
+
+  add_table_kernels(const add_tables& t, clamp_range c, const held_line_sides* held)
+      : line_source{held}, tables(t), regs(t, c), clamp(c) {}
+
+  const std::int32_t* table(input side) const { return side == input::a ? tables.first.data() : tables.second.data(); }
+  void pair(const T* a, const T* b, T* out, std::size_t n) const { add_table_span<T>(a, b, out, n, regs); }
+  std::int32_t term(input side, T v) const { return table(side)[static_cast<std::uint8_t>(v)]; }
+  void with_terms(input side, const T* v, const std::int32_t* terms, T* out, std::size_t n) const {
+    add_table_terms_span<false, T>(v, table(side), terms, 0, out, n, clamp);
+  }
+  void with_term(input side, const T* v, std::int32_t term, T* out, std::size_t n) const {
+    add_table_terms_span<true, T>(v, table(side), nullptr, term, out, n, clamp);
+  }
+};
+
+template <rounding R, quantized_element T>
+inline void add_tables_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
+                                 const tensor_view<T>& out, const reference::add_params& params,
+                                 const add_tables& tables, const held_line_sides* lines) {
+  run_broadcast(a, b, out, add_table_kernels<T>(tables, params.clamp, lines));
+}
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
+
+#endif  // MOSAIQ_TARGET_AVX2
