@@ -401,7 +401,7 @@ void register_all(const std::vector<int>& thread_counts) {
   register_face<i8>(thread_counts);
 #endif
 #if MOSAIQ_BENCH_SELFIE
-  register_selfie();
+  register_selfie(thread_counts);
 #endif
 }
 

@@ -91,16 +91,17 @@ struct twin_state {
 #endif
 };
 
-/// A problem built on first use (weights loaded, a photo read: a filter that skips its rows should not pay),
-/// kept for the run; a failure to build it is the error its rows skip with.
+/// A problem built on first use (weights loaded, a photo read: a filter that skips its rows should not pay) from
+/// `args`, kept for the run; a failure to build it is the error its rows skip with.
 template <class Problem>
 struct lazy_problem {
   std::optional<Problem> p;
   std::string error;
-  Problem* get() {
+  template <class... Args>
+  Problem* get(Args&&... args) {
     if (!p && error.empty()) {
       try {
-        p.emplace();
+        p.emplace(std::forward<Args>(args)...);
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -126,28 +127,32 @@ void time_frames(benchmark::State& state, int threads, Run&& run, std::uint64_t 
 }
 
 #if MOSAIQ_BENCH_XNNPACK
-/// A problem's network on another plan (`Banded`: the same layers, e.g. Net::with_banding<...>): the same weights
-/// and input, its own arena. The first run is compared byte for byte with the problem's layer-by-layer output.
-template <class Banded, class Problem>
-struct banded_twin {
-  using T = typename Banded::element_type;
-  std::unique_ptr<typename Banded::weights> weights = std::make_unique<typename Banded::weights>();
-  std::optional<typename Banded::prepared> prepared;
-  aligned_buffer<T> output{Banded::output_shape.elements()};
-  aligned_buffer<std::byte> arena{Banded::arena_bytes};
+/// A problem's network on another plan (`Plan`: the same layers, e.g. Net::with_banding<...> or
+/// Net::with_max_threads<N>): the same weights and input, its own arena. The first run (on `exec`) is compared byte
+/// for byte with the problem's one-thread layer-by-layer output.
+template <class Plan, class Problem>
+struct plan_twin {
+  using T = typename Plan::element_type;
+  std::unique_ptr<typename Plan::weights> weights = std::make_unique<typename Plan::weights>();
+  std::optional<typename Plan::prepared> prepared;
+  aligned_buffer<T> output{Plan::output_shape.elements()};
+  aligned_buffer<std::byte> arena{Plan::arena_bytes};
 
-  explicit banded_twin(Problem& p) {
+  template <parallel_executor E = serial_executor>
+  explicit plan_twin(Problem& p, E&& exec = E{}) {
     weights->input = p.weights->input;
     weights->layers = p.weights->layers;
-    prepared.emplace(Banded::prepare(*weights));
-    p.run();  // the layer-by-layer output of this frame, to compare with
-    run(p);
+    prepared.emplace(Plan::prepare(*weights));
+    p.run();  // the one-thread layer-by-layer output of this frame, to compare with
+    run(p, exec);
     if (!std::equal(output.data(), output.data() + output.size(), p.output.data()))
-      throw std::runtime_error(Problem::case_name() + ": the banded plan's output differs from layer by layer");
+      throw std::runtime_error(Problem::case_name() + ": the output on another plan (banded, threads) differs from " +
+                               "one thread layer by layer");
   }
-  void run(Problem& p) {
-    Banded::run(*prepared, tensor_view<const T>(p.input.data(), Banded::input_shape),
-                tensor_view<T>(output.data(), Banded::output_shape), arena.span());
+  template <parallel_executor E = serial_executor>
+  void run(Problem& p, E&& exec = E{}) {
+    Plan::run(*prepared, tensor_view<const T>(p.input.data(), Plan::input_shape),
+              tensor_view<T>(output.data(), Plan::output_shape), arena.span(), exec);
   }
 };
 
@@ -157,21 +162,13 @@ struct banded_twin {
 template <class Banded, class Get, class PlainMs>
 void register_banded_row(const std::string& case_name, Get get, PlainMs plain_ms) {
   using problem = std::remove_pointer_t<decltype(get())>;
-  using twin = banded_twin<Banded, problem>;
-  auto banded = std::make_shared<std::optional<twin>>();
-  auto error = std::make_shared<std::string>();
+  using twin = plan_twin<Banded, problem>;
+  auto banded = std::make_shared<lazy_problem<twin>>();
   with_clock(1, register_row("network", "mosaiq", case_name + "_banded", [=](benchmark::State& state) {
                problem* p = get();
                if (p == nullptr) return state.SkipWithError("the layer-by-layer problem did not load");
-               if (!*banded && error->empty()) {
-                 try {
-                   banded->emplace(*p);
-                 } catch (const std::exception& e) {
-                   *error = e.what();
-                 }
-               }
-               if (!error->empty()) return state.SkipWithError(error->c_str());
-               twin& b = **banded;
+               if (banded->get(*p) == nullptr) return state.SkipWithError(banded->error.c_str());
+               twin& b = *banded->get(*p);
                time_frames(
                    state, 1, [&b, p] { b.run(*p); }, Banded::macs,
                    [p, plain_ms](benchmark::State& s, double ms) {
@@ -247,7 +244,7 @@ void print_layer_comparison(Problem& p, const Twin& twin) {
 /// The same network on another input type (the layers unchanged): the banded plan of a network.
 template <class Net, class Input>
 struct on_input;
-template <class Old, layer_descriptor... Layers, class Input>
+template <class Old, class... Layers, class Input>
 struct on_input<network<Old, Layers...>, Input> {
   using type = network<Input, Layers...>;
 };

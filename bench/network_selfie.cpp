@@ -3,7 +3,9 @@
 // mosaiq_add_model as tests/selfie_accuracy_test's are (bench/CMakeLists.txt), on face-api's sample1.jpg resized to
 // the model input and / 255. mosaiq runs the generated static network; XNNPACK the same layers, weights and
 // quantization op by op (xnnpack::from_network). One thread (the calling thread's CPU time), as issue 19's figure
-// asks.
+// asks, and with `--threads N` the same rows on N threads (`_t<N>`, wall-clock): mosaiq's network planned for
+// mosaiq_examples::max_threads threads (Net::with_max_threads) on a thread_pool, its output checked byte for byte
+// against the one-thread output first; XNNPACK on a pthreadpool.
 //
 // Before timing, XNNPACK's person probability is compared with mosaiq's: XNNPACK requantizes in float (and runs
 // hard-swish in f32), so single steps differ and compound through 139 layers; the check is that the two compute
@@ -20,6 +22,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "mosaiq/tools/calibrate_model.hpp"
 #include "network_rows.hpp"
@@ -64,7 +67,7 @@ struct selfie_problem {
   std::optional<typename net::prepared> prepared;
   aligned_buffer<T> input{net::input_shape.elements()}, output{net::output_shape.elements()};
   aligned_buffer<std::byte> arena{net::arena_bytes};
-  double mosaiq_ms = 0;  ///< per frame, once the mosaiq row ran
+  std::array<double, mosaiq_examples::max_threads + 1> mosaiq_ms{};  ///< per frame by threads, once that row ran
 
   selfie_problem() {
     const auto blob = tools::detail::read_bytes(Model::blob);
@@ -111,24 +114,64 @@ std::string compare_probabilities(std::span<const T> got, std::span<const T> wan
 }
 #endif
 
-/// The model's mosaiq and XNNPACK rows; returns their shared problem.
 template <class Model>
-std::shared_ptr<lazy_problem<selfie_problem<Model>>> register_selfie_rows() {
+using selfie_shared = lazy_problem<selfie_problem<Model>>;
+
+/// The generated network planned for runs on up to mosaiq_examples::max_threads threads, as the portrait and face
+/// networks of the N-thread rows are.
+template <class Net>
+using selfie_threaded = typename Net::template with_max_threads<mosaiq_examples::max_threads>;
+
+std::string selfie_label(int layers, int threads) {
+  return std::string(simd::to_string(simd::native_isa)) + "; static network, " + std::to_string(layers) +
+         " layers, sample1.jpg, " + std::to_string(threads) + " thread(s)";
+}
+
+/// `network/mosaiq/<model>[_t<N>]`: the generated network on the calling thread, or its threaded plan on the pool.
+template <class Model>
+void register_selfie_mosaiq_row(std::shared_ptr<selfie_shared<Model>> shared, std::shared_ptr<thread_pools> pools) {
+  using problem = selfie_problem<Model>;
+  using net = typename problem::net;
+  const int threads = pools->threads;
+  if (threads == 1) {
+    with_clock(1, register_row("network", "mosaiq", Model::name, [shared](benchmark::State& state) {
+                 problem* p = shared->get();
+                 if (p == nullptr) return state.SkipWithError(shared->error.c_str());
+                 time_frames(
+                     state, 1, [p] { p->run(); }, net::macs, memory_counters<net>, &p->mosaiq_ms[1]);
+                 state.SetLabel(selfie_label(net::layer_count, 1));
+               }));
+    return;
+  }
+  using threaded = selfie_threaded<net>;
+  using twin = plan_twin<threaded, problem>;
+  auto plan = std::make_shared<lazy_problem<twin>>();
+  const std::string case_name = Model::name + threads_suffix(threads);
+  with_clock(threads, register_row("network", "mosaiq", case_name, [=](benchmark::State& state) {
+               problem* p = shared->get();
+               if (p == nullptr) return state.SkipWithError(shared->error.c_str());
+               twin* t = plan->get(*p, pools->mosaiq_pool());
+               if (t == nullptr) return state.SkipWithError(plan->error.c_str());
+               time_frames(
+                   state, threads, [t, p, &pools] { t->run(*p, pools->mosaiq_pool()); }, threaded::macs,
+                   memory_counters<threaded>, &p->mosaiq_ms[std::size_t(threads)]);
+               state.SetLabel(selfie_label(threaded::layer_count, threads));
+             }));
+}
+
+#if MOSAIQ_BENCH_XNNPACK
+/// `network/xnnpack/<model>[_t<N>]`: the same layers, weights and quantization op by op, on a pthreadpool of N
+/// threads (the calling thread for one).
+template <class Model>
+void register_selfie_xnnpack_row(std::shared_ptr<selfie_shared<Model>> shared, std::shared_ptr<thread_pools> pools,
+                                 std::shared_ptr<twin_state<typename Model::net>> twin) {
   using problem = selfie_problem<Model>;
   using net = typename problem::net;
   using T = typename net::element_type;
-  auto shared = std::make_shared<lazy_problem<problem>>();
-  with_clock(1, register_row("network", "mosaiq", Model::name, [shared](benchmark::State& state) {
-               problem* p = shared->get();
-               if (p == nullptr) return state.SkipWithError(shared->error.c_str());
-               time_frames(
-                   state, 1, [p] { p->run(); }, net::macs, memory_counters<net>, &p->mosaiq_ms);
-               state.SetLabel(std::string(simd::to_string(simd::native_isa)) + "; static network, " +
-                              std::to_string(net::layer_count) + " layers, sample1.jpg, 1 thread");
-             }));
-#if MOSAIQ_BENCH_XNNPACK
-  auto twin = std::make_shared<twin_state<net>>();
-  with_clock(1, register_row("network", "xnnpack", Model::name, [shared, twin](benchmark::State& state) {
+  const int threads = pools->threads;
+  const std::string case_name = Model::name + threads_suffix(threads);
+  with_clock(threads,
+             register_row("network", "xnnpack", case_name, [shared, twin, pools, threads](benchmark::State& state) {
                problem* p = shared->get();
                if (p == nullptr) return state.SkipWithError(shared->error.c_str());
                if (!twin->twin && twin->error.empty()) {
@@ -146,16 +189,34 @@ std::shared_ptr<lazy_problem<selfie_problem<Model>>> register_selfie_rows() {
                }
                if (!twin->error.empty()) return state.SkipWithError(twin->error.c_str());
                const xnnpack::op_network<T>& ops = *twin->twin->ops;
+               const pthreadpool_t pool = pools->xnnpack_pool();
                time_frames(
-                   state, 1, [&ops] { ops.run(); }, net::macs,
-                   [p, &ops](benchmark::State& s, double ms) {
+                   state, threads, [&ops, pool] { ops.run(pool); }, net::macs,
+                   [p, &ops, threads](benchmark::State& s, double ms) {
                      s.counters["activation_bytes"] = double(ops.activation_bytes());
-                     if (p->mosaiq_ms > 0) s.counters["xnnpack/mosaiq"] = ms / p->mosaiq_ms;
+                     const double mine = p->mosaiq_ms[std::size_t(threads)];
+                     if (mine > 0) s.counters["xnnpack/mosaiq"] = ms / mine;
                    },
                    nullptr);
                state.SetLabel(twin->label);
              }));
+}
 #endif
+
+/// The model's mosaiq and XNNPACK rows for each thread count; returns their shared problem.
+template <class Model>
+std::shared_ptr<selfie_shared<Model>> register_selfie_rows(const std::vector<int>& thread_counts) {
+  auto shared = std::make_shared<selfie_shared<Model>>();
+#if MOSAIQ_BENCH_XNNPACK
+  auto twin = std::make_shared<twin_state<typename Model::net>>();
+#endif
+  for (const int threads : thread_counts) {
+    auto pools = std::make_shared<thread_pools>(threads);
+    register_selfie_mosaiq_row<Model>(shared, pools);
+#if MOSAIQ_BENCH_XNNPACK
+    register_selfie_xnnpack_row<Model>(shared, pools, twin);
+#endif
+  }
   return shared;
 }
 
@@ -178,14 +239,14 @@ using selfie_144x256_u8_model =
 
 }  // namespace
 
-void register_selfie() {
-  const auto i8 = register_selfie_rows<selfie_256_i8_model>();
+void register_selfie(const std::vector<int>& thread_counts) {
+  const auto i8 = register_selfie_rows<selfie_256_i8_model>(thread_counts);
   register_banded_row<selfie_banded<selfie_256_i8::network>>(
       selfie_256_i8_model::name, [i8] { return i8->get(); },
-      [](const selfie_problem<selfie_256_i8_model>& p) { return p.mosaiq_ms; });
-  register_selfie_rows<selfie_256_u8_model>();
-  register_selfie_rows<selfie_144x256_i8_model>();
-  register_selfie_rows<selfie_144x256_u8_model>();
+      [](const selfie_problem<selfie_256_i8_model>& p) { return p.mosaiq_ms[1]; });
+  register_selfie_rows<selfie_256_u8_model>(thread_counts);
+  register_selfie_rows<selfie_144x256_i8_model>(thread_counts);
+  register_selfie_rows<selfie_144x256_u8_model>(thread_counts);
 }
 
 void print_selfie_memory_rows() {

@@ -5,6 +5,7 @@
 // base, so element<I> is one derived-to-base step, and type_at picks a type by overload resolution.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -39,11 +40,45 @@ constexpr const T& element(const indexed_leaf<I, T>& leaf) noexcept {
   return leaf.value;
 }
 
+/// Indices per fold expression over a network's layers. clang instantiates a fold of N elements as an expression
+/// nested N deep and rejects more than 256 (-fbracket-depth): folds over layers go through for_index_chunks, whose
+/// folds hold at most this many elements.
+inline constexpr std::size_t fold_chunk = 64;
+
+template <std::size_t Offset, std::size_t... I>
+constexpr std::index_sequence<(Offset + I)...> offset_sequence(std::index_sequence<I...>) noexcept {
+  return {};
+}
+
+/// f(std::index_sequence<...>) for consecutive chunks of [0, N) of at most fold_chunk indices, in order: f folds over
+/// its chunk. Up to fold_chunk indices, one call with std::make_index_sequence<N> (the plain fold, the same code).
+template <std::size_t N, class F>
+[[gnu::always_inline]] constexpr void for_index_chunks(F&& f) {
+  if constexpr (N <= fold_chunk) {
+    f(std::make_index_sequence<N>{});
+  } else {
+    constexpr std::size_t chunks = (N + fold_chunk - 1) / fold_chunk;
+    static_assert(chunks <= fold_chunk * 4, "mosaiq: more than 16384 layers");
+    [&]<std::size_t... C>(std::index_sequence<C...>) {
+      (f(offset_sequence<C * fold_chunk>(std::make_index_sequence<std::min(fold_chunk, N - C * fold_chunk)>{})), ...);
+    }
+    (std::make_index_sequence<chunks>{});
+  }
+}
+
+/// f(std::type_identity<T>{}) for each of T..., in order: a braced list (evaluated left to right), not a fold, so
+/// no nesting limit applies.
+template <class... T, class F>
+constexpr void for_each_type(F&& f) {
+  [[maybe_unused]] const int in_order[] = {0, (f(std::type_identity<T>{}), 0)...};
+}
+
 /// f(element) for every element of an indexed_tuple, in index order.
 template <class Tuple, class F>
 constexpr void for_each_element(Tuple& t, F&& f) {
-  [&]<std::size_t... I>(std::index_sequence<I...>) { (f(element<I>(t)), ...); }
-  (std::make_index_sequence<std::remove_const_t<Tuple>::size>{});
+  for_index_chunks<std::remove_const_t<Tuple>::size>([&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f(element<I>(t)), ...);
+  });
 }
 
 template <std::size_t I, class T>

@@ -11,6 +11,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 #include <tuple>
 
@@ -496,5 +497,18 @@ concept layer_descriptor = requires {
 
 template <class L>
 concept op_layer = layer_descriptor<L> && L::role == layer_role::op;
+
+namespace detail {
+template <class... L>
+constexpr bool all_layer_descriptors() noexcept {
+  const bool each[] = {true, layer_descriptor<L>...};
+  return std::find(std::begin(each), std::end(each), false) == std::end(each);
+}
+}  // namespace detail
+
+/// Every one of L... is a layer descriptor. Checked over a braced list, not as `layer_descriptor... L` (a fold, which
+/// clang rejects beyond 256 layers without -fbracket-depth).
+template <class... L>
+concept layer_descriptors = detail::all_layer_descriptors<L...>();
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

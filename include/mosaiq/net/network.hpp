@@ -117,7 +117,11 @@ constexpr std::size_t op_count() noexcept {
 /// stop the walk (a stand-in shape is used) so that only the static_assert naming them fires.
 template <class Input, class... Layers>
 constexpr auto analyze() {
-  constexpr std::size_t tensor_count = 1 + (op_count<Layers>() + ... + 0);
+  constexpr std::size_t tensor_count = [] {
+    std::size_t count = 1;
+    detail::for_each_type<Layers...>([&]<class L>(std::type_identity<L>) { count += op_count<L>(); });
+    return count;
+  }();
   network_graph<sizeof...(Layers), tensor_count> g;
   g.tensors[0] = {Input::dims, -1, -1};
   auto& taps = g.names;
@@ -174,7 +178,7 @@ constexpr auto analyze() {
     node.dims = g.tensors[static_cast<std::size_t>(current)].dims;
     ++step;
   };
-  (visit(std::type_identity<Layers>{}), ...);
+  detail::for_each_type<Layers...>(visit);
   // Output layers' tensors outlive every layer, so the plan never reuses their memory.
   for (std::size_t i = 0; i < tap_count; ++i)
     if (taps[i].output) g.tensors[static_cast<std::size_t>(taps[i].tensor)].last_use = int(sizeof...(Layers));
@@ -310,7 +314,8 @@ struct byte_reader {
 
 }  // namespace detail
 
-template <class Input, layer_descriptor... Layers>
+template <class Input, class... Layers>
+requires layer_descriptors<Layers...>
 class network {
  public:
   using element_type = typename Input::element_type;
@@ -567,13 +572,12 @@ class network {
   }
   static constexpr std::size_t chain_scratch_bytes(const chain_choice& c) {
     std::size_t bytes = 0;
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
+    detail::for_index_chunks<layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
       ((bytes = int(I) >= c.schedule.first && int(I) <= c.schedule.last
                     ? std::max(bytes, band_layer_scratch_bytes<I>(c.totals.max_rows[I]))
                     : bytes),
        ...);
-    }
-    (std::make_index_sequence<layer_count>{});
+    });
     return bytes;
   }
 
@@ -924,6 +928,9 @@ class network {
   /// The same layers on another plan: `Net::with_banding<banding::chain(0, 9, 2)>` (generated networks too).
   template <banding B>
   using with_banding = network<typename Input::template with_banding<B>, Layers...>;
+  /// The same layers planned for runs on up to N threads: `Net::with_max_threads<4>` (generated networks too).
+  template <int N>
+  using with_max_threads = network<typename Input::template with_max_threads<N>, Layers...>;
 
   /// The same figures for the network run layer by layer (banding::off(): every map whole, the GEMMs'
   /// speed-default blocks), and what the plan saves (0 without bands).
@@ -1094,10 +1101,9 @@ class network {
                            std::span<std::byte> arena, Observer&& observer, E& exec) {
     if (!check_run_arguments(input, output, arena)) return;
     const int threads = std::clamp(static_cast<int>(exec.thread_count()), 1, max_threads);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
+    detail::for_index_chunks<layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
       (run_step<I>(p, input, output, arena, observer, exec, threads), ...);
-    }
-    (std::make_index_sequence<layer_count>{});
+    });
   }
 
   /// Debug run: before the first layer and after every layer, every arena byte that holds no
@@ -1123,18 +1129,24 @@ class network {
   // output shape, then each layer's weight fields in order, native byte order.
 
  private:
-  template <std::size_t... I>
-  static constexpr std::size_t header_size(std::index_sequence<I...>) {
-    return 8 + 4 * 5 + 12 + ((4 + layer<I>::kind.size() + 12 + 8) + ... + 0);
+  static constexpr std::size_t header_size() {
+    std::size_t bytes = 8 + 4 * 5 + 12;
+    detail::for_index_chunks<layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
+      bytes += ((4 + layer<I>::kind.size() + 12 + 8) + ... + 0);
+    });
+    return bytes;
   }
-  template <std::size_t... I>
-  static constexpr std::size_t payload_size(std::index_sequence<I...>) {
-    return 8 + (detail::weights_blob_bytes<layer_weights<I>> + ... + 0);
+  static constexpr std::size_t payload_size() {
+    std::size_t bytes = 8;
+    detail::for_index_chunks<layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
+      bytes += (detail::weights_blob_bytes<layer_weights<I>> + ... + 0);
+    });
+    return bytes;
   }
-  static constexpr std::size_t header_bytes = header_size(std::make_index_sequence<layer_count>{});
+  static constexpr std::size_t header_bytes = header_size();
 
  public:
-  static constexpr std::size_t blob_bytes = header_bytes + payload_size(std::make_index_sequence<layer_count>{});
+  static constexpr std::size_t blob_bytes = header_bytes + payload_size();
 
   /// Writes the blob into `blob` (at least blob_bytes); returns the bytes written, 0 on misuse.
   static std::size_t save(const weights& w, std::span<std::byte> blob) {
@@ -1143,10 +1155,9 @@ class network {
     detail::byte_writer out{blob.data()};
     write_header(out);
     out.field(w.input);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
+    detail::for_index_chunks<layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
       (std::apply([&](const auto&... f) { (out.field(f), ...); }, w.template layer<I>().fields()), ...);
-    }
-    (std::make_index_sequence<layer_count>{});
+    });
     return out.position;
   }
 
@@ -1162,10 +1173,9 @@ class network {
       return false;
     detail::byte_reader in{blob.data(), header_bytes};
     in.field(w.input);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
+    detail::for_index_chunks<layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
       (std::apply([&](auto&... f) { (in.field(f), ...); }, w.template layer<I>().fields()), ...);
-    }
-    (std::make_index_sequence<layer_count>{});
+    });
     return true;
   }
 
@@ -1177,8 +1187,9 @@ class network {
     out.put(magic, sizeof magic);
     for (const std::uint32_t v : {version, byte_order, element, rounding_mode, layers}) out.put(&v, sizeof v);
     put_shape(out, input_shape);
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (put_layer_header<I>(out), ...); }
-    (std::make_index_sequence<layer_count>{});
+    detail::for_index_chunks<layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
+      (put_layer_header<I>(out), ...);
+    });
   }
   static void put_shape(detail::byte_writer& out, shape s) {
     for (const std::int32_t v : {s.height, s.width, s.channels}) out.put(&v, sizeof v);
@@ -1312,12 +1323,12 @@ class network {
     std::span<std::byte> scratch = arena.subspan(memory.offsets[buffer], memory_ranges[buffer].bytes);
     for (std::size_t band = 0; band < steps.size(); ++band) {
       const window_set& before = band == 0 ? no_windows : steps[band - 1].window;
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
+      detail::for_index_chunks<std::size_t(schedule.last - schedule.first + 1)>([&]<std::size_t... I>(
+          std::index_sequence<I...>) {
         (run_chain_layer<Chain, std::size_t(schedule.first) + I>(
              p, input, output, arena, scratch, observer, exec, threads, before, steps[band], band + 1 == steps.size()),
          ...);
-      }
-      (std::make_index_sequence<std::size_t(schedule.last - schedule.first + 1)>{});
+      });
     }
   }
 

@@ -21,12 +21,11 @@ namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 /// The `kind` of layer `index` of Net ("conv2d", "add", ...).
 template <class Net>
 constexpr std::string_view layer_kind(std::size_t index) noexcept {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    std::string_view kind;
+  std::string_view kind;
+  detail::for_index_chunks<Net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
     ((I == index ? (kind = Net::template layer<I>::kind, 0) : 0), ...);
-    return kind;
-  }
-  (std::make_index_sequence<Net::layer_count>{});
+  });
+  return kind;
 }
 
 template <std::size_t LayerCount>

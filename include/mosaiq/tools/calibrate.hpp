@@ -240,7 +240,7 @@ constexpr float_range distinguished_values(int t) noexcept {
   if (t <= 0 || std::size_t(t) + 1 >= Net::tensor_count) return everything;
   float_range hull{unbounded, -unbounded};
   bool read = false, named = false;
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
+  mosaiq::detail::for_index_chunks<Net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
           using Layer = typename Net::template layer<I>;
@@ -257,8 +257,7 @@ constexpr float_range distinguished_values(int t) noexcept {
           }
         }(),
         ...);
-  }
-  (std::make_index_sequence<Net::layer_count>{});
+  });
   return read && !named ? hull : everything;
 }
 
@@ -268,7 +267,7 @@ constexpr float_range distinguished_values(int t) noexcept {
 /// the steps get finer.
 template <class Net>
 void clip_to_readers(std::array<float_range, Net::tensor_count>& ranges) noexcept {
-  [&]<std::size_t... T>(std::index_sequence<T...>) {
+  mosaiq::detail::for_index_chunks<Net::tensor_count>([&]<std::size_t... T>(std::index_sequence<T...>) {
     (
         [&] {
           constexpr float_range window = distinguished_values<Net>(int(T));
@@ -278,8 +277,7 @@ void clip_to_readers(std::array<float_range, Net::tensor_count>& ranges) noexcep
           ranges[T].max = std::max(ranges[T].max, ranges[T].min);
         }(),
         ...);
-  }
-  (std::make_index_sequence<Net::tensor_count>{});
+  });
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools

@@ -62,7 +62,7 @@ std::vector<std::byte> float_blob_header() {
     for (const std::int32_t v : {s.height, s.width, s.channels}) out.value(v);
   };
   put_shape(Net::input_shape);
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
+  mosaiq::detail::for_index_chunks<Net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
           constexpr std::string_view kind = Net::template layer<I>::kind;
@@ -74,8 +74,7 @@ std::vector<std::byte> float_blob_header() {
           out.value(counts.second);
         }(),
         ...);
-  }
-  (std::make_index_sequence<Net::layer_count>{});
+  });
   return header;
 }
 

@@ -148,8 +148,9 @@ class float_runner {
     for (int y = 0; y < input.height(); ++y)
       for (int x = 0; x < input.width(); ++x)
         for (int c = 0; c < input.channels(); ++c) first(y, x, c) = input(y, x, c);
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (run_layer<I>(mosaiq::detail::element<I>(w.layers)), ...); }
-    (std::make_index_sequence<Net::layer_count>{});
+    mosaiq::detail::for_index_chunks<Net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
+      (run_layer<I>(mosaiq::detail::element<I>(w.layers)), ...);
+    });
     return true;
   }
 

@@ -327,10 +327,11 @@ bool quantize_network(const float_weights<Net>& fw, const std::array<float_range
                errc::invalid_argument, "quantize_network: the input quantization is unusable"))
     return false;
   out.input = quant[0];
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return (detail::quantize_layer<Net, I>(fw, ranges, quant, out, options.u8_filters) && ...);
-  }
-  (std::make_index_sequence<Net::layer_count>{});
+  bool ok = true;  // chunks after a failed layer are skipped, as the && fold skips its later layers
+  mosaiq::detail::for_index_chunks<Net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
+    ok = ok && (detail::quantize_layer<Net, I>(fw, ranges, quant, out, options.u8_filters) && ...);
+  });
+  return ok;
 }
 
 /// The same, into a new heap object (Net::weights holds every filter by value and may be large).
@@ -350,8 +351,9 @@ template <class Net>
 std::array<quant_params, Net::tensor_count> tensor_quant(const typename Net::weights& w) {
   std::array<quant_params, Net::tensor_count> quant{};
   quant[0] = w.input;
-  [&]<std::size_t... I>(std::index_sequence<I...>) { (detail::propagate_quant<Net, I>(w, quant), ...); }
-  (std::make_index_sequence<Net::layer_count>{});
+  mosaiq::detail::for_index_chunks<Net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
+    (detail::propagate_quant<Net, I>(w, quant), ...);
+  });
   return quant;
 }
 
