@@ -168,6 +168,16 @@ std::vector<float> dequantized(const std::vector<T>& values, quant_params quant)
   return real;
 }
 
+/// A dense tensor (batch 1) over a vector's elements.
+template <class T>
+tensor_view<T> view(std::vector<T>& v, shape s) {
+  return tensor_view<T>(v.data(), s);
+}
+template <class T>
+tensor_view<const T> cview(const std::vector<T>& v, shape s) {
+  return tensor_view<const T>(v.data(), s);
+}
+
 /// `size` bytes at an arena_alignment boundary inside a vector (a network's arena).
 struct aligned_arena {
   std::vector<std::byte> storage;
