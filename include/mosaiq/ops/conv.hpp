@@ -47,13 +47,12 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/conv/avx512.hpp"
+#include "mosaiq/ops/conv/path.hpp"
 #include "mosaiq/ops/detail/common.hpp"
 #include "mosaiq/ops/pointwise.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/simd/target.hpp"
-#if MOSAIQ_TARGET_AVX512
-#include "mosaiq/ops/conv/avx512.hpp"
-#endif
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
@@ -229,11 +228,9 @@ struct patch_rows {
     const int k = kh * kw * g.channels;
     const auto patch_of = [&](int i) { return g.staging + static_cast<std::ptrdiff_t>(i) * k; };
     const cursor begin = g.start(first);
-    bool in_register = false;  // interior patches built in one register by pack_runs (AVX-512)
-#if MOSAIQ_TARGET_AVX512
-    if constexpr (sizeof(typename Path::input_type) == 1 && !may_be_direct)
+    bool in_register = false;  // interior patches built in one register by pack_runs (paths that packs_runs)
+    if constexpr (kernels::conv::native_path::packs_runs && sizeof(typename Path::input_type) == 1 && !may_be_direct)
       in_register = g.rows_contiguous && k <= 64 && padded <= 64;
-#endif
     cursor at = begin;
     for (int i = 0; i < count;) {
       if (in_register && g.is_interior(at.oy, at.ox)) {
@@ -253,14 +250,12 @@ struct patch_rows {
       ++i;
       g.advance(at);
     }
-#if MOSAIQ_TARGET_AVX512
-    if constexpr (sizeof(typename Path::input_type) == 1 && !may_be_direct) {
+    if constexpr (kernels::conv::native_path::packs_runs && sizeof(typename Path::input_type) == 1 && !may_be_direct) {
       if (in_register) {
         kernels::conv::pack_runs<Path, Sum>(g, begin, count, rows, padded, flip, sums, factor);
         return;
       }
     }
-#endif
     at = begin;
     for (int i = 0; i < count; ++i, g.advance(at)) {
       const std::uint8_t* src = g.direct(at.image, at.oy, at.ox);

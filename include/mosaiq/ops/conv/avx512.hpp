@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mosaiq/ops/conv/path.hpp"
 #include "mosaiq/simd/target.hpp"
 #include "mosaiq/simd/x86.hpp"
 

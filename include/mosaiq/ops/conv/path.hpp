@@ -1,0 +1,36 @@
+// conv2d, the paths: how a target packs the GEMM rows of a block of patches beyond the gather-then-pack_row of
+// ops/conv.hpp (patch_rows::pack). Every target gathers; AVX-512 also builds interior patches of at most 64 bytes in
+// one register (pack_runs, ops/conv/avx512.hpp). ops/conv.hpp asks native_path.
+#pragma once
+
+#include <cstdint>
+
+#include "mosaiq/simd/target.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::conv {
+
+/// Every patch gathered into staging, then packed with the pointwise path's pack_row.
+struct gather_path {
+  /// Whether interior patches of at most 64 bytes with contiguous kernel rows are built in one register (pack_runs).
+  static constexpr bool packs_runs = false;
+};
+
+/// AVX-512: interior patches built in one register by masked loads (pack_runs), the others gathered.
+struct register_path : gather_path {
+  static constexpr bool packs_runs = true;
+};
+
+/// patch_rows::pack for patches built in one register; declared on every target (the front end names it in a branch
+/// other targets discard), defined by the targets whose path packs_runs.
+template <class Path, bool Sum, class Patches>
+void pack_runs(const Patches& g, typename Patches::cursor begin, int count, typename Path::input_type* rows, int padded,
+               std::uint8_t flip, std::int32_t* sums, std::int32_t factor) noexcept;
+
+// The path this target runs.
+#if MOSAIQ_TARGET_AVX512
+using native_path = register_path;
+#else
+using native_path = gather_path;
+#endif
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::conv
