@@ -36,13 +36,10 @@
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/pointwise.hpp"
+#include "mosaiq/ops/transpose_conv/path.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
 #include "mosaiq/simd/target.hpp"
-
-#if MOSAIQ_TARGET_AVX2
-#include <immintrin.h>
-#endif
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
@@ -206,77 +203,22 @@ class transpose_conv {
                                         q.filter_zero_point);
     for (int oc = 0; oc < cout; ++oc) bias_[static_cast<std::size_t>(oc)] = bias != nullptr ? bias[oc] : 0;
     requant_ = q;
-#if MOSAIQ_TARGET_AVX2
-    pack_pairs();
-#endif
+    if constexpr (path::packs_pairs) pack_pairs();
   }
 
-#if MOSAIQ_TARGET_AVX2
-  static constexpr int lane_blocks = (cout + 7) / 8;  // 8 output channels per register
+  // The gather's path (ops/transpose_conv/path.hpp); the members below that differ per path are defined out of class
+  // in ops/transpose_conv/scalar.hpp (gather_path) and ops/transpose_conv/avx2.hpp (pairs_path).
+  using path = kernels::tconv::native_path;
+  using lane = typename path::lane;
+  static constexpr int lane_blocks = (cout + 7) / 8;  // pairs_path: 8 output channels per register
 
-  /// packed_ regrouped as [tap][input channel pair][Cout rounded to 8][2] (missing channels: 0).
-  void pack_pairs() {
-    const int pairs = (channels_ + 1) / 2;
-    pairs_.assign(static_cast<std::size_t>(taps) * pairs * lane_blocks * 16, 0);
-    for (int tap = 0; tap < taps; ++tap)
-      for (int ic = 0; ic < channels_; ++ic)
-        for (int oc = 0; oc < cout; ++oc)
-          pairs_[((static_cast<std::size_t>(tap) * pairs + ic / 2) * lane_blocks * 8 + oc) * 2 + ic % 2] =
-              packed_[(static_cast<std::size_t>(tap) * channels_ + ic) * cout + oc];
-    packed_ = {};  // the pairs replace it
-  }
-
-  /// acc += (x - input_zp) * w for one input pixel and one tap's pair block, two input channels per vpmaddwd.
-  void accumulate_pairs(const T* x, const std::int16_t* w, __m256i (&acc)[lane_blocks]) const noexcept {
-    const std::int32_t zp = requant_.input_zero_point;
-    const int pairs = channels_ / 2;
-    const auto pair_of = [](std::int32_t lo, std::int32_t hi) {
-      return _mm256_set1_epi32(static_cast<std::int32_t>((static_cast<std::uint32_t>(hi) << 16) |
-                                                         (static_cast<std::uint32_t>(lo) & 0xffffu)));
-    };
-    const auto add_pair = [&](__m256i both, const std::int16_t* row) {
-      for (int b = 0; b < lane_blocks; ++b)
-        acc[b] = _mm256_add_epi32(
-            acc[b], _mm256_madd_epi16(both, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * b))));
-    };
-    for (int p = 0; p < pairs; ++p)
-      add_pair(pair_of(std::int32_t{x[2 * p]} - zp, std::int32_t{x[2 * p + 1]} - zp), w + p * lane_blocks * 16);
-    if (channels_ % 2 != 0) add_pair(pair_of(std::int32_t{x[channels_ - 1]} - zp, 0), w + pairs * lane_blocks * 16);
-  }
-
+  /// pairs_path: packed_ regrouped as [tap][input channel pair][Cout rounded to 8][2] (missing channels: 0).
+  void pack_pairs();
+  /// pairs_path: acc += (x - input_zp) * w for one input pixel and one tap's pair block, two input channels per
+  /// vpmaddwd.
+  void accumulate_pairs(const T* x, const std::int16_t* w, lane (&acc)[lane_blocks]) const noexcept;
   /// Every tap landing on output pixel (oy, ox), summed into `sums` (Cout entries, bias included).
-  void gather_pixel(const tensor_view<const T>& in, int oy, int ox, hw pad,
-                    std::array<std::int32_t, cout>& sums) const {
-    const auto rows = taps_onto(oy, pad.h, Cfg.stride.h, kh, in.height());
-    const auto columns = taps_onto(ox, pad.w, Cfg.stride.w, kw, in.width());
-    const std::ptrdiff_t tap_stride = static_cast<std::ptrdiff_t>((channels_ + 1) / 2) * lane_blocks * 16;
-    __m256i acc[lane_blocks];
-    for (auto& a : acc) a = _mm256_setzero_si256();
-    for (int iy = rows.first; iy <= rows.last; ++iy)
-      for (int ix = columns.first; ix <= columns.last; ++ix) {
-        const int fy = oy + pad.h - iy * Cfg.stride.h, fx = ox + pad.w - ix * Cfg.stride.w;
-        accumulate_pairs(in.pixel(0, iy, ix), pairs_.data() + (fy * kw + fx) * tap_stride, acc);
-      }
-    alignas(32) std::array<std::int32_t, lane_blocks * 8> lanes;
-    for (int b = 0; b < lane_blocks; ++b) _mm256_store_si256(reinterpret_cast<__m256i*>(lanes.data() + 8 * b), acc[b]);
-    for (int oc = 0; oc < cout; ++oc)
-      sums[static_cast<std::size_t>(oc)] = bias_[static_cast<std::size_t>(oc)] + lanes[static_cast<std::size_t>(oc)];
-  }
-#else
-  /// Every tap landing on output pixel (oy, ox), summed into `sums` (Cout entries, bias included).
-  void gather_pixel(const tensor_view<const T>& in, int oy, int ox, hw pad,
-                    std::array<std::int32_t, cout>& sums) const {
-    const auto rows = taps_onto(oy, pad.h, Cfg.stride.h, kh, in.height());
-    const auto columns = taps_onto(ox, pad.w, Cfg.stride.w, kw, in.width());
-    const std::ptrdiff_t tap_stride = static_cast<std::ptrdiff_t>(channels_) * cout;
-    sums = bias_;
-    for (int iy = rows.first; iy <= rows.last; ++iy)
-      for (int ix = columns.first; ix <= columns.last; ++ix) {
-        const int fy = oy + pad.h - iy * Cfg.stride.h, fx = ox + pad.w - ix * Cfg.stride.w;
-        accumulate(in.pixel(0, iy, ix), packed_.data() + (fy * kw + fx) * tap_stride, sums);
-      }
-  }
-#endif
+  void gather_pixel(const tensor_view<const T>& in, int oy, int ox, hw pad, std::array<std::int32_t, cout>& sums) const;
 
   /// acc += (x - input_zp) * w over one input pixel's channels, w one tap's [Cin][Cout] block.
   void accumulate(const T* x, const std::int16_t* w, std::array<std::int32_t, cout>& acc) const noexcept {
@@ -304,11 +246,12 @@ class transpose_conv {
   bool ready_ = false;
   detail::vector<gemm> gemm_;  // one, when depth_to_space (built at load; pointwise has no empty state)
   detail::vector<std::int16_t> packed_;
-#if MOSAIQ_TARGET_AVX2
-  detail::vector<std::int16_t> pairs_;
-#endif
+  [[no_unique_address]] typename path::pairs_type pairs_;  // pairs_path: the filter as pair blocks
   std::array<std::int32_t, cout> bias_{};
   reference::conv_requant requant_;
 };
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
+
+#include "mosaiq/ops/transpose_conv/avx2.hpp"
+#include "mosaiq/ops/transpose_conv/scalar.hpp"
