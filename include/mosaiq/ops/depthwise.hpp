@@ -118,7 +118,7 @@ using layer_lanes = typename detail::kernel::layer_lanes_of<Path, no_layer_lanes
 
 constexpr int groups_for(int kernel_w) noexcept { return (kernel_w + group_taps - 1) / group_taps; }
 
-constexpr bool uses_vnni = simd::native_isa == simd::isa::avx512_vnni;
+constexpr bool uses_vnni = native_path::uses_vnni;  // the path's 64-channel VNNI jobs (scalar_path::uses_vnni)
 
 /// Default output tile width: enough independent accumulators to hide the multiply-add latency
 /// without spilling (the path's, see ops/depthwise/<isa>.hpp).

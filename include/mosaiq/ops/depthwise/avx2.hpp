@@ -64,6 +64,7 @@ struct avx2_path {
   using weight_type = std::int16_t;
   static constexpr int job_channels = block;
   static constexpr int default_tile_w = 2;  // four ymm accumulators per pixel
+  static constexpr bool uses_vnni = false;
   [[gnu::always_inline]] static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst,
                                                 int channels, int padded_channels, std::uint8_t flip) noexcept {
     interleave_x86(src, dst, channels, padded_channels, flip);

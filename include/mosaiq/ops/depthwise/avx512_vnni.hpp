@@ -40,6 +40,7 @@ struct vnni_path {
   static constexpr int job_channels = 64;              // channels per job (detail::dw::job_channels)
   static constexpr int blocks = job_channels / block;  // 16-lane blocks per job
   static constexpr int default_tile_w = 4;             // x four 16-lane blocks
+  static constexpr bool uses_vnni = true;              // the layer runs 64-channel VNNI jobs
   using layer_lanes = vnni_layer_lanes;
 
   // The 8-bit then 16-bit unpacks of four tap vectors give, per 128-bit lane L and output vector

@@ -22,6 +22,7 @@ struct neon_path {
   using weight_type = std::int16_t;
   static constexpr int job_channels = block;
   static constexpr int default_tile_w = 1;  // sixteen q accumulators per pixel
+  static constexpr bool uses_vnni = false;
 
   static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst, int channels,
                          int padded_channels, std::uint8_t flip) noexcept {

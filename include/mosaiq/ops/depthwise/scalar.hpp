@@ -28,6 +28,9 @@ struct scalar_path {
   using weight_type = std::int16_t;
   static constexpr int job_channels = block;
   static constexpr int default_tile_w = 4;
+  /// Whether the layer runs this path's 64-channel VNNI jobs: channels permuted in the packed arrays, narrow layers
+  /// sharing a job between pixels, the members of ops/depthwise/layer_avx512_vnni.hpp (detail::dw::uses_vnni).
+  static constexpr bool uses_vnni = false;
 
   static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst, int channels,
                          int padded_channels, std::uint8_t flip) noexcept {
