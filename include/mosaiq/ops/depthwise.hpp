@@ -450,9 +450,10 @@ class depthwise {
       const auto row_for = [&](int iy) -> const std::uint8_t* {
         const bool inside = iy >= 0 && iy < image.height;
         if (!inside && l.ring_slots.padding_row) return pad_row;
-        // The ring unit rounded down (rows above the image are negative), modulo the slots.
+        // The ring unit rounded down (rows above the image are negative), modulo the slots: a compile-time modulo
+        // when the ring is ring_rows slots, the unit itself when every unit of the image has its own slot.
         const int unit = iy >= 0 ? iy / ring_unit : -((ring_unit - 1 - iy) / ring_unit);
-        const int slot = (unit % slots + slots) % slots;
+        const int slot = l.ring_slots.padding_row ? unit : (unit % ring_rows + ring_rows) % ring_rows;
         std::uint8_t* row = ring + static_cast<std::size_t>(slot) * ring_stride;
         const int tag = inside ? iy : padding_tag;
         if (tags[slot] != tag) {
