@@ -169,7 +169,8 @@ TEST_CASE_TEMPLATE_DEFINE("depthwise equals the reference bit for bit", Case, de
 TEST_CASE_TEMPLATE_APPLY(depthwise_grid_id, configs);
 
 // A dilated layer's workspace holds KH expanded rows of one phase, not the (KH-1)*dilation+1 rows its
-// window spans: at stride 1 it equals the undilated layer's (16x16x128: the portrait ASPP head's layer).
+// window spans: at stride 1 it equals the undilated layer's (16x16x128: the portrait ASPP head's layer), or
+// is smaller where the map has fewer rows per phase than the ring (dilation 8: two rows and the padding row).
 template <int D, class T = u8>
 constexpr std::size_t dilated_workspace(int stride = 1) {
   constexpr shape aspp{16, 16, 128};
@@ -178,7 +179,7 @@ constexpr std::size_t dilated_workspace(int stride = 1) {
 }
 static_assert(dilated_workspace<2>() == dilated_workspace<1>());
 static_assert(dilated_workspace<4, i8>() == dilated_workspace<1, i8>());
-static_assert(dilated_workspace<8>() == dilated_workspace<1>());
+static_assert(dilated_workspace<8>() <= dilated_workspace<1>());
 static_assert(dilated_workspace<8>(2) <= dilated_workspace<1>(2));
 static_assert(dilated_workspace<3>(2) <= dilated_workspace<1>(2));
 

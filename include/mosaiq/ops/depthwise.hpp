@@ -27,7 +27,9 @@
 // tap's pixels as one contiguous 64-byte run (interleave_runs), at stride 2 as every other pixel
 // of a 128-byte run (interleave_strided_runs), instead of merging masked loads.
 // Built rows sit in a ring and serve every output row that needs them (row reuse); rows
-// above/below the image map to one constant row. Dilated layers run their output rows phase by
+// above/below the image take a ring slot filled with the padding byte, like any other row. A map
+// with fewer rows (per residue modulo the dilation) than the ring gives each of them its own slot,
+// and the padding one constant row (ring_layout). Dilated layers run their output rows phase by
 // phase: the rows of a phase, dilation / gcd(stride, dilation) apart, read input rows of one residue
 // modulo the dilation, so a pass's ring holds its KH rows (plus lcm(stride, dilation) / dilation
 // per further row of the pass) whatever the dilation, not the (KH-1)*dilation+1 rows a top-to-bottom
@@ -205,6 +207,23 @@ class depthwise {
   static constexpr int ring_rows =
       (tile_h - 1) * pass_row_shift / ring_unit + ((kh - 1) * Cfg.dilation.h) / ring_unit + 1;
   static_assert(pass_row_shift % ring_unit == 0, "depthwise: the rows of a phase share one residue mod dilation");
+  // Tag of a ring slot holding the padding row (image rows are tagged with their index), and of an empty slot.
+  static constexpr int padding_tag = -1, empty_tag = -2;
+
+  /// The ring for an image of `height` rows. A pass reads at most ring_rows consecutive ring units (iy / ring_unit,
+  /// rounded down, rows outside the image included), so ring_rows slots indexed by unit modulo ring_rows hold
+  /// them all, the padding rows among them. An image of fewer units than that gives each of its units a slot
+  /// and the padding a row of its own, fewer rows when it has at most ring_rows - 2 units (16 rows at
+  /// dilation 8: 2 units, so 2 slots and the padding row, where the paired rows' ring has 4 slots).
+  struct ring_layout {
+    int slots = 0;
+    bool padding_row = false;  // a constant row outside the ring serves the rows outside the image
+  };
+  static constexpr ring_layout ring_for(int height) noexcept {
+    const int units = (height + ring_unit - 1) / ring_unit;
+    if (units < ring_rows) return {units, true};
+    return {ring_rows, false};
+  }
 
  public:
   static constexpr depthwise_config config = Cfg;
@@ -269,6 +288,7 @@ class depthwise {
     int out_w = 0, padded_channels = 0;
     std::size_t row_bytes = 0;  // one tap-group row: out_w * groups * padded_channels * 4
     std::size_t pad_pixel = 0, expanded_row = 0, pad_row = 0, ring = 0, tags = 0, total = 0;
+    ring_layout ring_slots{};
   };
 
   static constexpr layout layout_for(shape in) noexcept {
@@ -286,12 +306,13 @@ class depthwise {
     at += round_up(channels, align);
     l.expanded_row = at;
     if constexpr (multiplier > 1) at += round_up(static_cast<std::size_t>(in.width) * channels, align);
+    l.ring_slots = ring_for(in.height);
     l.pad_row = at;
-    at += round_up(l.row_bytes, align);
+    if (l.ring_slots.padding_row) at += round_up(l.row_bytes, align);
     l.ring = at;
-    at += ring_rows * round_up(l.row_bytes, align);
+    at += static_cast<std::size_t>(l.ring_slots.slots) * round_up(l.row_bytes, align);
     l.tags = at;
-    at += round_up(sizeof(int) * ring_rows, align);
+    at += round_up(sizeof(int) * static_cast<std::size_t>(l.ring_slots.slots), align);
     l.total = at + align;  // slack to align the caller's pointer
     return l;
   }
@@ -416,21 +437,31 @@ class depthwise {
 
     // Padding reads the raw input zero point; the build flips it like every other input byte.
     std::memset(pad_pixel, static_cast<std::uint8_t>(input_zero_point_), static_cast<std::size_t>(oc));
-    std::memset(pad_row, static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip), l.row_bytes);
+    const auto pad_byte = static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip);
+    const int slots = l.ring_slots.slots;
+    if (l.ring_slots.padding_row) std::memset(pad_row, pad_byte, l.row_bytes);
 
     const std::ptrdiff_t column_stride =
         static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
     const std::ptrdiff_t group_stride = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
 
     for (int n = 0; n < in.batch(); ++n) {
-      for (int r = 0; r < ring_rows; ++r) tags[r] = -1;
+      for (int r = 0; r < slots; ++r) tags[r] = empty_tag;
       const auto row_for = [&](int iy) -> const std::uint8_t* {
-        if (iy < 0 || iy >= image.height) return pad_row;
-        const int slot = iy / ring_unit % ring_rows;
+        const bool inside = iy >= 0 && iy < image.height;
+        if (!inside && l.ring_slots.padding_row) return pad_row;
+        // The ring unit rounded down (rows above the image are negative), modulo the slots: a compile-time modulo
+        // when the ring is ring_rows slots, the unit itself when every unit of the image has its own slot.
+        const int unit = iy >= 0 ? iy / ring_unit : -((ring_unit - 1 - iy) / ring_unit);
+        const int slot = l.ring_slots.padding_row ? unit : (unit % ring_rows + ring_rows) % ring_rows;
         std::uint8_t* row = ring + static_cast<std::size_t>(slot) * ring_stride;
-        if (tags[slot] != iy) {
-          build_row(in, n, iy - window.first, row, pad_pixel, expanded, l, geo.x.pad_before);
-          tags[slot] = iy;
+        const int tag = inside ? iy : padding_tag;
+        if (tags[slot] != tag) {
+          if (inside)
+            build_row(in, n, iy - window.first, row, pad_pixel, expanded, l, geo.x.pad_before);
+          else
+            std::memset(row, pad_byte, l.row_bytes);
+          tags[slot] = tag;
         }
         return row;
       };
