@@ -43,18 +43,34 @@ template <quantized_element T>
                                                  std::size_t flat_count);
 
 #if MOSAIQ_TARGET_SIMD
-/// The add_params decoded into broadcast registers once per call.
-template <rounding R>
-struct add_regs {
+/// What ADD and MUL share, broadcast once per call: the inputs' offsets, the output's zero point and clamp.
+struct binary_regs {
   lanes::reg offset1, offset2, output_offset, clamp_min, clamp_max;
-  lanes::scale_regs input1, input2, output;
 
-  explicit add_regs(const reference::add_params& p) noexcept
+  template <class Params>
+  explicit binary_regs(const Params& p) noexcept
       : offset1(lanes::reg(p.input1_offset)),
         offset2(lanes::reg(p.input2_offset)),
         output_offset(lanes::reg(p.output_offset)),
         clamp_min(lanes::reg(p.clamp.min)),
-        clamp_max(lanes::reg(p.clamp.max)),
+        clamp_max(lanes::reg(p.clamp.max)) {}
+
+  /// The output's multiplier, zero point and clamp on a raw result (ADD's sum of scaled inputs, MUL's product).
+  template <rounding R>
+  [[gnu::always_inline]] lanes::reg requantized(lanes::reg v, const lanes::scale_regs& output) const noexcept {
+    const lanes::reg raw =
+        lanes::multiply<R>(v, output.multiplier, output.left_shift, output.right_shift) + output_offset;
+    return xsimd::min(xsimd::max(raw, clamp_min), clamp_max);
+  }
+};
+
+/// The add_params decoded into broadcast registers once per call.
+template <rounding R>
+struct add_regs : binary_regs {
+  lanes::scale_regs input1, input2, output;
+
+  explicit add_regs(const reference::add_params& p) noexcept
+      : binary_regs(p),
         input1(lanes::scale_regs::of(prepare_scale<R>(p.input1_multiplier))),
         input2(lanes::scale_regs::of(prepare_scale<R>(p.input2_multiplier))),
         output(lanes::scale_regs::of(prepare_scale<R>(p.output_multiplier))) {}
@@ -74,9 +90,7 @@ template <rounding R>
 /// The rest of the ADD pipeline on a sum of scaled inputs: the output multiplier, the zero point, the clamp.
 template <rounding R>
 [[gnu::always_inline]] inline lanes::reg add_output(lanes::reg sum, const add_regs<R>& k) noexcept {
-  const lanes::reg raw =
-      lanes::multiply<R>(sum, k.output.multiplier, k.output.left_shift, k.output.right_shift) + k.output_offset;
-  return xsimd::min(xsimd::max(raw, k.clamp_min), k.clamp_max);
+  return k.template requantized<R>(sum, k.output);
 }
 
 /// 16 elements of reference::detail::add_element.
@@ -150,24 +164,16 @@ inline void add_terms_span(input side, const T* v, const std::int32_t* terms, st
 
 /// The mul_params decoded into broadcast registers once per call.
 template <rounding R>
-struct mul_regs {
-  lanes::reg offset1, offset2, output_offset, clamp_min, clamp_max;
+struct mul_regs : binary_regs {
   lanes::scale_regs output;
 
   explicit mul_regs(const reference::mul_params& p) noexcept
-      : offset1(lanes::reg(p.input1_offset)),
-        offset2(lanes::reg(p.input2_offset)),
-        output_offset(lanes::reg(p.output_offset)),
-        clamp_min(lanes::reg(p.clamp.min)),
-        clamp_max(lanes::reg(p.clamp.max)),
-        output(lanes::scale_regs::of(prepare_scale<R>(p.output_multiplier))) {}
+      : binary_regs(p), output(lanes::scale_regs::of(prepare_scale<R>(p.output_multiplier))) {}
 
   /// A product of offset inputs to its clamped output value, as reference::detail::mul_element (requantize: the
   /// zero-point add wraps as the scalar one does).
   [[gnu::always_inline]] lanes::reg operator()(lanes::reg product) const noexcept {
-    const lanes::reg raw =
-        lanes::multiply<R>(product, output.multiplier, output.left_shift, output.right_shift) + output_offset;
-    return xsimd::min(xsimd::max(raw, clamp_min), clamp_max);
+    return requantized<R>(product, output);
   }
 };
 
