@@ -80,6 +80,14 @@ class softmax_table {
   bool valid_ = false;
 };
 
+/// One channel's output from its table entry and the pixel's sum of entries: min(255, (entry * 256 + sum / 2) / sum)
+/// from the output's minimum (the file comment's formula; the vector paths' scalar tails use it too).
+template <quantized_element T>
+[[gnu::always_inline]] inline T softmax_probability(std::uint64_t entry, std::uint64_t sum) noexcept {
+  const std::uint64_t probability_q8 = std::min<std::uint64_t>(255, ((entry << 8) + sum / 2) / sum);
+  return static_cast<T>(static_cast<std::int32_t>(probability_q8) + element_traits<T>::min);
+}
+
 /// Softmax over the channels of every pixel. Output quantization: probability_output_params<T>.
 template <quantized_element T>
 void softmax(const softmax_table& table, std::type_identity_t<tensor_view<const T>> in, tensor_view<T> out) {
@@ -98,10 +106,7 @@ void softmax(const softmax_table& table, std::type_identity_t<tensor_view<const 
         };
         std::uint64_t sum = 0;
         for (int c = 0; c < in.channels(); ++c) sum += entry(c);
-        for (int c = 0; c < out.channels(); ++c) {
-          const std::uint64_t probability_q8 = std::min<std::uint64_t>(255, ((entry(c) << 8) + sum / 2) / sum);
-          result[c] = static_cast<T>(static_cast<std::int32_t>(probability_q8) + element_traits<T>::min);
-        }
+        for (int c = 0; c < out.channels(); ++c) result[c] = softmax_probability<T>(entry(c), sum);
       }
     }
   }

@@ -32,8 +32,7 @@ inline void rows_scalar(const std::array<std::uint32_t, 256>& exp_table, const T
     for (int c = 0; c < channels; ++c) sum += exp_table[static_cast<std::size_t>(source[c] - max + 255)];
     for (int c = 0; c < channels; ++c) {
       const std::uint64_t entry = exp_table[static_cast<std::size_t>(source[c] - max + 255)];
-      const std::uint64_t probability_q8 = std::min<std::uint64_t>(255, ((entry << 8) + sum / 2) / sum);
-      result[c] = static_cast<T>(static_cast<std::int32_t>(probability_q8) + element_traits<T>::min);
+      result[c] = reference::softmax_probability<T>(entry, sum);
     }
   }
 }
@@ -111,10 +110,9 @@ using lanes::regs;
   return sum;
 }
 
-/// Small depths: 16 pixels per block, one lane per pixel; channels are transposed through a byte buffer (as u8:
-/// i8 ^ 0x80 keeps every difference), the entries of a block stay in registers for the normalization.
-/// 16 pixels of at most max_transposed_channels channels transposed into bytes, channel c of pixel i at
-/// bytes[16 c + i], as u8 (i8 ^ 0x80 keeps every difference); pixels past the last one are zeros.
+/// Small depths, 16 pixels per block, one lane per pixel: the block's pixels of at most max_transposed_channels
+/// channels transposed into bytes, channel c of pixel i at bytes[16 c + i], as u8 (i8 ^ 0x80 keeps every difference);
+/// pixels past the last one are zeros. The entries of a block stay in registers for the normalization.
 template <quantized_element T>
 struct pixel_block {
   static constexpr std::uint8_t flip = std::same_as<T, i8> ? 0x80 : 0x00;
@@ -226,8 +224,7 @@ inline void along_channels(const std::array<std::uint32_t, 256>& exp_table, cons
     }
     for (; c < channels; ++c) {
       const std::uint64_t entry = table[static_cast<std::size_t>(source[c] - max + 255)];
-      const std::uint64_t probability_q8 = std::min<std::uint64_t>(255, ((entry << 8) + sum / 2) / sum);
-      result[c] = static_cast<T>(static_cast<std::int32_t>(probability_q8) + element_traits<T>::min);
+      result[c] = reference::softmax_probability<T>(entry, sum);
     }
   }
 }
