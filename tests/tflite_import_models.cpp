@@ -6,6 +6,8 @@
 //   head_{u8,i8}: the input read twice (x * x), mean, a reshape to [1,C], fully connected, softmax, and an op that
 //     does not reach the output;
 //   gate_{u8,i8}: a squeeze-and-excitation block (mean, 1x1 ReLU, 1x1, logistic, mul) and a logistic mask;
+//   heads_{u8,i8}: four outputs (a feature map also read by two heads, a box head, a summary through a reshape, the
+//     scores), run()'s output not the file's first;
 //   rejected_sub_u8: SUB, which the importer refuses (the tool's error test).
 #include <cstdio>
 #include <fstream>
@@ -75,6 +77,15 @@ index softmax(files::quantized_writer& m, index in, float beta) {
               [=](auto& b) { return fb::CreateSoftmaxOptions(b, beta).Union(); });
 }
 
+/// RESHAPE of a [1,1,1,C] tensor to [1,C], same quantization.
+index to_vector(files::quantized_writer& m, index in, const std::string& name) {
+  const std::int32_t channels = m.shape(in).back();
+  return m.op(code::reshape, {in, m.int_vector(name + "/shape", {1, channels})}, m.same_quant(name, {1, channels}, in),
+              fb::BuiltinOptions_ReshapeOptions, [=](auto& b) {
+                return fb::CreateReshapeOptions(b, b.CreateVector(std::vector<std::int32_t>{1, channels})).Union();
+              });
+}
+
 files::model_spec branches(bool int8) {
   files::quantized_writer m(int8, 19);
   const index in = m.input("image", {1, 9, 11, 3}, 1.0f / 64.0f, 128);
@@ -113,10 +124,7 @@ files::model_spec head(bool int8) {
   const index g = mean(m, square, m.activation_tensor("mean", {1, 1, 1, 6}, 0.008f, 128));
   m.op(code::max_pool, {square}, m.same_quant("unused", {1, 2, 2, 6}, square), fb::BuiltinOptions_Pool2DOptions,
        pool_options(valid, 2, 2));
-  const index flat = m.op(code::reshape, {g, m.int_vector("flat/shape", {1, 6})}, m.same_quant("flat", {1, 6}, g),
-                          fb::BuiltinOptions_ReshapeOptions, [](auto& b) {
-                            return fb::CreateReshapeOptions(b, b.CreateVector(std::vector<std::int32_t>{1, 6})).Union();
-                          });
+  const index flat = to_vector(m, g, "flat");
   const index w = m.filter("fc/weights", {4, 6}, 0);
   const index b = m.bias("fc/bias", 4);
   const index fc = m.op(code::fully_connected, {flat, w, b}, m.activation_tensor("fc", {1, 4}, 0.02f, 0),
@@ -152,6 +160,28 @@ files::model_spec gate(bool int8) {
   return m.spec;
 }
 
+/// An SSD-like model with four outputs, run()'s in the middle of the file's output list: a feature map that is an
+/// output and is read again by two heads, a box head nothing reads, a pooled summary that leaves through a reshape
+/// to [1,C], and the score head's logistic (the last op, so run()'s output).
+files::model_spec heads(bool int8) {
+  files::quantized_writer m(int8, 11);
+  const index in = m.input("image", {1, 8, 8, 3}, 1.0f / 64.0f, 128);
+  const index features =
+      conv(m, in, "features", {8, 3, 3, 3}, m.activation_tensor("features", {1, 8, 8, 8}, 6.0f / 255.0f, 0),
+           files::conv_options(same, 1, 1, relu6));
+  const index boxes = conv(m, features, "boxes", {4, 1, 1, 8}, m.activation_tensor("boxes", {1, 8, 8, 4}, 0.05f, 128),
+                           files::conv_options(same, 1, 1));
+  const index down = depthwise(m, features, "down", {1, 3, 3, 8}, m.activation_tensor("down", {1, 4, 4, 8}, 0.03f, 0),
+                               depthwise_options(same, 2, 1, relu));
+  const index pooled = mean(m, down, m.activation_tensor("pooled", {1, 1, 1, 8}, 0.02f, 0));
+  const index summary = to_vector(m, pooled, "summary");
+  const index scores = conv(m, down, "scores", {2, 1, 1, 8}, m.activation_tensor("scores", {1, 4, 4, 2}, 0.06f, 128),
+                            files::conv_options(same, 1, 1));
+  const index probabilities = logistic(m, scores, "probabilities");
+  for (const index out : {boxes, probabilities, features, summary}) m.output(out);
+  return m.spec;
+}
+
 files::model_spec rejected_sub() {
   files::quantized_writer m(false);
   const index in = m.input("x", {1, 2, 2, 3}, 0.1f, 128);
@@ -178,6 +208,7 @@ int main(int argc, char** argv) {
   const bool ok = save(dir, "branches_u8", branches(false)) && save(dir, "branches_i8", branches(true)) &&
                   save(dir, "head_u8", head(false)) && save(dir, "head_i8", head(true)) &&
                   save(dir, "gate_u8", gate(false)) && save(dir, "gate_i8", gate(true)) &&
+                  save(dir, "heads_u8", heads(false)) && save(dir, "heads_i8", heads(true)) &&
                   save(dir, "rejected_sub_u8", rejected_sub());
   if (!ok) std::fprintf(stderr, "tflite_import_models: cannot write into %s\n", dir.c_str());
   return ok ? 0 : 1;

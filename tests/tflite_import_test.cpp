@@ -19,6 +19,8 @@
 #include "gate_u8.hpp"
 #include "head_i8.hpp"
 #include "head_u8.hpp"
+#include "heads_i8.hpp"
+#include "heads_u8.hpp"
 #include "mosaiq/net.hpp"
 #include "mosaiq/tflite/emitter.hpp"
 #include "mosaiq/tflite/reader.hpp"
@@ -51,9 +53,16 @@ tfl::graph read_graph(const std::vector<std::uint8_t>& bytes) {
   return std::move(graph).value();
 }
 
-/// Loads the generated network's blob, runs it and the interpreter on random inputs, and compares.
-template <class Net>
-void check_generated_network(const std::string& model) {
+/// No extra outputs to compare.
+struct no_extra_outputs {
+  template <class Interpreter>
+  void operator()(std::span<const std::byte>, const Interpreter&) const {}
+};
+
+/// Loads the generated network's blob, runs it and the interpreter on random inputs, and compares run()'s output with
+/// the interpreter's graph output `main_output`, and through `check_extras(arena, interpreter)` the extra outputs.
+template <class Net, class CheckExtras = no_extra_outputs>
+void check_generated_network(const std::string& model, std::size_t main_output = 0, CheckExtras check_extras = {}) {
   using T = typename Net::element_type;
   const auto blob = read_bytes(models_dir + "/" + model + ".mosaiq");
   auto weights = std::make_unique<typename Net::weights>();
@@ -75,11 +84,13 @@ void check_generated_network(const std::string& model) {
     std::vector<T> output(Net::output_shape.elements());
     Net::run(prepared, mosaiq::tensor_view<const T>(input.data(), Net::input_shape),
              mosaiq::tensor_view<T>(output.data(), Net::output_shape), arena);
-    const std::vector<T> expected = interpreter.run(input);
+    interpreter.run(input);
+    const std::vector<T>& expected = interpreter.output(main_output);
     CAPTURE(model);
     CAPTURE(trial);
     REQUIRE(expected.size() == output.size());
     CHECK(output == expected);
+    check_extras(arena, interpreter);
     if constexpr (Net::max_threads > 1) {
       // The same on max_threads threads and on more (the extra ones stay idle).
       for (const int threads : {Net::max_threads, Net::max_threads + 1}) {
@@ -89,6 +100,7 @@ void check_generated_network(const std::string& model) {
                  mosaiq::tensor_view<T>(threaded.data(), Net::output_shape), arena, pool);
         CAPTURE(threads);
         CHECK(threaded == output);
+        check_extras(arena, interpreter);
       }
     }
     // A network that saturated everywhere would prove little: the outputs must vary.
@@ -109,6 +121,25 @@ std::string import_error(const files::model_spec& spec) {
   return net.error();
 }
 
+/// heads_{u8,i8}: the file's outputs are boxes, scores (run()'s), features and the reshaped summary; the extra ones
+/// are output layers named after their tensors' indices in the file (the summary after the pooled tensor it
+/// reshapes).
+template <class Net>
+void check_heads(const std::string& model) {
+  using T = typename Net::element_type;
+  const auto extras = [](std::span<const std::byte> arena, const auto& interpreter) {
+    const auto equals = [&](mosaiq::tensor_view<const T> view, std::size_t graph_output) {
+      const std::vector<T>& expected = interpreter.output(graph_output);
+      REQUIRE(view.dims().elements() == expected.size());
+      return std::equal(expected.begin(), expected.end(), view.data());
+    };
+    CHECK(equals(Net::template output_view<"t4">(arena), 0));   // boxes
+    CHECK(equals(Net::template output_view<"t1">(arena), 2));   // features, also read by two heads
+    CHECK(equals(Net::template output_view<"t10">(arena), 3));  // summary = pooled
+  };
+  check_generated_network<Net>(model, 1, extras);
+}
+
 std::string text_of(const std::string& path) {
   std::ifstream in(path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -123,6 +154,8 @@ TEST_CASE("generated networks equal the reference interpreter of their .tflite b
   check_generated_network<head_i8::network>("head_i8");
   check_generated_network<gate_u8::network>("gate_u8");
   check_generated_network<gate_i8::network>("gate_i8");
+  check_heads<heads_u8::network>("heads_u8");
+  check_heads<heads_i8::network>("heads_i8");
 }
 
 TEST_CASE("generated networks have the model's structure") {
@@ -138,6 +171,13 @@ TEST_CASE("generated networks have the model's structure") {
   CHECK(header.find("mosaiq::layers::concat<\"t") != std::string::npos);
   CHECK(header.find("operator 0 (CONV_2D): 'image' [1,9,11,3] -> 'c1' [1,5,6,8]") != std::string::npos);
   CHECK(header.find(".dilation = {2, 2}") != std::string::npos);
+  // Four outputs: run()'s is the last op's, the others output layers after their producers, named in the header.
+  static_assert(heads_u8::network::output_shape == mosaiq::shape{4, 4, 2});
+  static_assert(heads_i8::network::extra_output_count == 3);
+  const std::string heads = text_of(models_dir + "/heads_i8.hpp");
+  CHECK(heads.find("// run() writes the output 'probabilities' [1,4,4,2]") != std::string::npos);
+  CHECK(heads.find("//   \"t10\": 'summary' [1,8] scale 0.02 zp -128") != std::string::npos);
+  CHECK(heads.find("mosaiq::layers::output<\"t1\">,  // extra output: 'features' [1,8,8,8]") != std::string::npos);
   // The max pool that feeds nothing is left out.
   CHECK(text_of(models_dir + "/head_u8.hpp").find("max_pool") == std::string::npos);
 }
@@ -175,6 +215,21 @@ TEST_CASE("the importer names the operator and the reason for what it cannot emi
                   [](auto& b) { return fb::CreatePool2DOptions(b, 1, 2, 2, 2, 2, 0).Union(); }));
     CHECK(import_error(m.spec).find("operator 0 (MAX_POOL_2D): input 'x' [1,4,4,3] and output 'p' [1,2,2,3] must "
                                     "share scale and zero point") == 0);
+  }
+  SUBCASE("two inputs") {
+    files::quantized_writer m(false);
+    const index x = m.input("x", {1, 2, 2, 3}, 0.1f, 128);
+    const index y = m.input("y", {1, 2, 2, 3}, 0.1f, 128);
+    m.output(m.op(files::codes::add, {x, y}, m.activation_tensor("s", {1, 2, 2, 3}, 0.1f, 128),
+                  fb::BuiltinOptions_AddOptions, [](auto& b) { return fb::CreateAddOptions(b, 0).Union(); }));
+    CHECK(import_error(m.spec) == "the model has 2 inputs; a mosaiq network has one (and any number of outputs)");
+  }
+  SUBCASE("the input as an output") {
+    files::quantized_writer m(false);
+    const index x = m.input("x", {1, 2, 2, 3}, 0.1f, 128);
+    m.output(m.op(files::codes::logistic, {x}, m.probability("y", {1, 2, 2, 3})));
+    m.output(x);
+    CHECK(import_error(m.spec) == "the output 'x' [1,2,2,3] is the model's input; a network's outputs are computed");
   }
   SUBCASE("a float model") {
     files::model_spec spec;
@@ -313,4 +368,20 @@ TEST_CASE("a float model lowers to the same layer list, with its float weights a
   const auto refused = tfl::lower_float(quantized_graph, tfl::element_type::uint8);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error() == "input 'x' [1,2,2,3] is uint8; float import needs a float32 input");
+}
+
+TEST_CASE("a float model's extra output becomes an output layer, which the twin's calibration treats as a tap") {
+  files::model_spec spec = float_gate_model();
+  spec.outputs = {3, 6};  // the conv output too, before run()'s
+  tfl::graph graph = read_graph(files::write(spec));
+  tfl::apply_emitter_patterns(graph);
+  const auto net = tfl::lower_float(graph, tfl::element_type::uint8);
+  REQUIRE_MESSAGE(net.ok(), net.error());
+  std::vector<std::string> kinds;
+  for (const auto& layer : net.value().layers) kinds.push_back(layer.kind);
+  CHECK(kinds == std::vector<std::string>{"conv2d", "output", "average_pool", "logistic", "mul"});
+  CHECK(net.value().layers[1].spelling == "mosaiq::layers::output<\"t3\">");
+  REQUIRE(net.value().extra_outputs.size() == 1);
+  CHECK(net.value().extra_outputs[0].name == "t3");
+  CHECK(net.value().output_comment == "'y' [1,4,4,4]");
 }

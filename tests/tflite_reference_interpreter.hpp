@@ -18,13 +18,16 @@ class reference_interpreter {
  public:
   explicit reference_interpreter(const tflite::graph& g) : g_(g) {}
 
-  /// The graph's output for `input` (NHWC, the input tensor's shape).
+  /// The graph's first output for `input` (NHWC, the input tensor's shape); output(k) has every output of this run.
   std::vector<T> run(const std::vector<T>& input) {
     values_.clear();
     values_[g_.inputs.at(0)] = input;
     for (const tflite::graph_op& op : g_.ops) run_op(op);
-    return values_.at(g_.outputs.at(0));
+    return output(0);
   }
+
+  /// Graph output k of the last run.
+  const std::vector<T>& output(std::size_t k) const { return values_.at(g_.outputs.at(k)); }
 
  private:
   using tensor_index = std::int32_t;

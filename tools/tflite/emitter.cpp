@@ -160,9 +160,9 @@ class lowering {
   element_type activation_type() const { return net_.from_float ? element_type::float32 : net_.element; }
 
   void check_interface() {
-    if (g_.inputs.size() != 1 || g_.outputs.size() != 1)
-      fail("the model has ", g_.inputs.size(), " inputs and ", g_.outputs.size(),
-           " outputs; mosaiq-import emits networks with one of each");
+    if (g_.inputs.size() != 1)
+      fail("the model has ", g_.inputs.size(), " inputs; a mosaiq network has one (and any number of outputs)");
+    if (g_.outputs.empty()) fail("the model has no outputs");
     const tensor_index in = g_.inputs[0];
     const graph_tensor& input = tensor(in);
     if (net_.from_float) {
@@ -186,10 +186,10 @@ class lowering {
     net_.input_comment = "input " + tensor_text(in) + quant_text(q);
   }
 
-  /// The ops the output depends on, in graph order.
+  /// The ops the outputs depend on, in graph order.
   std::vector<const graph_op*> needed_ops() const {
     std::vector<bool> needed(g_.tensors.size(), false);
-    needed[static_cast<std::size_t>(g_.outputs[0])] = true;
+    for (const tensor_index out : g_.outputs) needed[static_cast<std::size_t>(out)] = true;
     std::vector<const graph_op*> ops;
     for (auto op = g_.ops.rbegin(); op != g_.ops.rend(); ++op) {
       const bool used = std::any_of(op->outputs.begin(), op->outputs.end(),
@@ -257,8 +257,26 @@ class lowering {
                       op->op == builtin::concatenation});
     }
     if (ops_.empty()) fail("the model computes nothing: its output is its input");
-    if (canonical(g_.outputs[0]) != ops_.back().output)
-      fail("the output ", tensor_text(g_.outputs[0]), " is not made by the last op");
+    choose_outputs();
+  }
+
+  /// run()'s output is what the last layer makes (a graph output: no later op reads it); every other graph output
+  /// becomes an output layer right after the layer that makes it, kept alive to the end of the run.
+  void choose_outputs() {
+    const tensor_index last = ops_.back().output;
+    for (const tensor_index out : g_.outputs) {
+      const tensor_index t = canonical(out);
+      const std::string text = tensor_text(out) + quant_text(tensor(t).quant);
+      if (t == last) {
+        net_.output_comment = text;
+      } else if (t == g_.inputs[0]) {
+        fail("the output ", tensor_text(out), " is the model's input; a network's outputs are computed");
+      } else if (extra_outputs_.insert(t).second) {
+        net_.extra_outputs.push_back({name_of(t), text});
+      }
+    }
+    if (net_.output_comment.empty())
+      fail("the last op's output ", tensor_text(last), " is not a graph output");  // needed_ops makes it one
   }
 
   tensor_index previous_output(std::size_t q) const { return q == 0 ? g_.inputs[0] : ops_[q - 1].output; }
@@ -286,9 +304,17 @@ class lowering {
     net_.layers.push_back({kind, spelling, std::move(comment), dims_of(t, nullptr), {}});
   }
 
+  /// An output layer after an extra output (later layers may read it as a tap), a tap after a tensor read again.
+  void emit_name_for(tensor_index t) {
+    if (extra_outputs_.count(t))
+      emit_branch_layer("output", t, "extra output: " + tensor_text(t));
+    else if (named_.count(t))
+      emit_branch_layer("tap", t, "read again later: " + tensor_text(t));
+  }
+
   void emit_layers() {
     tensor_index current = g_.inputs[0];
-    if (named_.count(current)) emit_branch_layer("tap", current, "read again later: " + tensor_text(current));
+    emit_name_for(current);
     for (std::size_t q = 0; q < ops_.size(); ++q) {
       const layer_op& l = ops_[q];
       const int primary = primary_slot(q);
@@ -303,7 +329,7 @@ class lowering {
           where(*l.op) + ": " + inputs_text(l) + " -> " + tensor_text(l.output) + quant_text(tensor(l.output).quant);
       net_.layers.push_back(std::move(layer));
       current = l.output;
-      if (named_.count(current)) emit_branch_layer("tap", current, "read again later: " + tensor_text(current));
+      emit_name_for(current);
     }
   }
 
@@ -622,6 +648,7 @@ class lowering {
   std::vector<tensor_index> canonical_;
   std::vector<layer_op> ops_;
   std::set<tensor_index> named_;
+  std::set<tensor_index> extra_outputs_;  // graph outputs other than run()'s, canonical
   emitted_network net_;
 };
 
@@ -660,6 +687,13 @@ std::string emit_header(const emitted_network& net, const std::string& name, con
   if (net.from_float)
     out << "// A float model: the quantization in " << blob_name << " comes from calibration images\n"
         << "// (mosaiq_add_model CALIBRATION), its float weights from the file tools::load_float_weights reads.\n";
+  out << "// run() writes the output " << net.output_comment << ".\n";
+  if (!net.extra_outputs.empty()) {
+    out << "// Extra outputs, read after run() with network::output_view<\"name\">(arena) (valid until the arena is\n"
+        << "// reused) and network::output_quant<\"name\">(prepared):\n";
+    for (const emitted_network::extra_output& extra : net.extra_outputs)
+      out << "//   \"" << extra.name << "\": " << extra.comment << "\n";
+  }
   out << "// Each layer's comment names the TFLite operator and tensors it comes from.\n"
       << "#pragma once\n\n#include \"mosaiq/net.hpp\"\n\nnamespace " << name << " {\n\n"
       << "inline constexpr const char* weights_file = \"" << blob_name << "\";\n\n"

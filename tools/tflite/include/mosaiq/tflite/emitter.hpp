@@ -9,7 +9,9 @@
 // Branches become taps and froms: a tensor read anywhere but as the current tensor of the very next layer is
 // tapped right after it is made (as "t<file tensor index>"), and a layer whose input is not the current tensor
 // starts with a from. ADD and MUL are commutative in TFLite's quantized arithmetic, so either operand may be the
-// current one. Ops that do not contribute to the output are left out. Anything the network vocabulary cannot
+// current one. A graph with several outputs keeps them all: run()'s output is the one the last op makes, each other
+// becomes an output layer (`layers::output<"t<index>">`) right after its producer, read after the run with
+// network::output_view. Ops that contribute to no output are left out. Anything the network vocabulary cannot
 // express is a failed result naming the operator index, its op and the reason.
 #pragma once
 
@@ -40,6 +42,13 @@ struct emitted_network {
   float input_scale = 1.0f;
   std::int32_t input_zero_point = 0;
   std::string input_comment;
+  std::string output_comment;  // run()'s output: the tensor the last layer makes, its name, shape, quantization
+  /// The graph's other outputs, each an output layer `layers::output<name>` after the layer that makes it.
+  struct extra_output {
+    std::string name;     // the output layer's name ("t<file tensor index>")
+    std::string comment;  // the tensor's name, shape and quantization in the file
+  };
+  std::vector<extra_output> extra_outputs;
   std::vector<emitted_layer> layers;
   /// Facts a user should read about this model's import (printed by mosaiq-import), e.g. rounding deviations.
   std::vector<std::string> notes;
