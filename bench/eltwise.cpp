@@ -330,6 +330,8 @@ void register_all() {
   }
   register_global_average_pool<u8>(shape{16, 16, 128});
   register_global_average_pool<i8>(shape{16, 16, 128});
+  register_global_average_pool<u8>(shape{32, 32, 24});  // the selfie models' 24-channel squeeze-and-excitation
+  register_global_average_pool<i8>(shape{32, 32, 24});
   register_window_pool<false, u8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<false, i8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<false, u8>(shape{32, 32, 32}, hw{3, 3}, hw{2, 2});

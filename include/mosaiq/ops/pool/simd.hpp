@@ -197,10 +197,14 @@ void max_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, con
 inline constexpr int sum_blocks = 4;
 
 /// Per channel, the sum over every pixel of image n (raw values; the offset is applied by the caller), for channels
-/// [c, c + channels), 1 <= channels <= sum_blocks * lanes::block; a partial last block goes through a copy.
-template <quantized_element T>
-inline void channel_sums(const tensor_view<const T>& in, int n, int c, int channels, std::int32_t* sums) noexcept {
-  const int full = channels / lanes::block, rest = channels % lanes::block;
+/// [c, c + channels), 1 <= channels <= sum_blocks * lanes::block. A partial last block goes through a zero-padded
+/// copy of each pixel's channels, or, with OverlapLast (a full block before it), is read as the block that ends at
+/// the last channel: it overlaps the block before it, and the lanes it repeats are dropped at the end.
+template <quantized_element T, bool OverlapLast>
+inline void channel_block_sums(const tensor_view<const T>& in, int n, int c, int channels,
+                               std::int32_t* sums) noexcept {
+  constexpr int block = lanes::block;
+  const int full = channels / block, rest = channels % block;
   lanes::reg acc[sum_blocks][lanes::regs], tap[lanes::regs];
   for (int b = 0; b < sum_blocks; ++b)
     for (int j = 0; j < lanes::regs; ++j) acc[b][j] = lanes::reg(0);
@@ -209,20 +213,39 @@ inline void channel_sums(const tensor_view<const T>& in, int n, int c, int chann
       const T* p = in.pixel(n, y, x) + c;
       for (int b = 0; b < sum_blocks; ++b) {
         if (b < full) {
-          lanes::widen<T>(p + b * lanes::block, tap);
+          lanes::widen<T>(p + b * block, tap);
         } else if (b == full && rest > 0) {
-          T copy[lanes::block] = {};
-          std::memcpy(copy, p + b * lanes::block, static_cast<std::size_t>(rest) * sizeof(T));
-          lanes::widen<T>(copy, tap);
+          if constexpr (OverlapLast) {
+            lanes::widen<T>(p + channels - block, tap);
+          } else {
+            T copy[block] = {};
+            std::memcpy(copy, p + b * block, static_cast<std::size_t>(rest) * sizeof(T));
+            lanes::widen<T>(copy, tap);
+          }
         } else {
           break;
         }
         for (int j = 0; j < lanes::regs; ++j) acc[b][j] += tap[j];
       }
     }
-  alignas(64) std::int32_t all[sum_blocks * lanes::block];
-  for (int b = 0; b < sum_blocks; ++b) lanes::store(all + b * lanes::block, acc[b]);
-  std::memcpy(sums, all, static_cast<std::size_t>(channels) * sizeof(std::int32_t));
+  alignas(64) std::int32_t all[sum_blocks * block];
+  for (int b = 0; b < sum_blocks; ++b) lanes::store(all + b * block, acc[b]);
+  if constexpr (OverlapLast) {
+    std::memcpy(sums, all, static_cast<std::size_t>(full) * block * sizeof(std::int32_t));
+    std::memcpy(sums + full * block, all + full * block + (block - rest),
+                static_cast<std::size_t>(rest) * sizeof(std::int32_t));
+  } else {
+    std::memcpy(sums, all, static_cast<std::size_t>(channels) * sizeof(std::int32_t));
+  }
+}
+
+/// channel_block_sums, with the overlapping read wherever a partial block follows a full one.
+template <quantized_element T>
+inline void channel_sums(const tensor_view<const T>& in, int n, int c, int channels, std::int32_t* sums) noexcept {
+  if (channels > lanes::block && channels % lanes::block != 0)
+    channel_block_sums<T, true>(in, n, c, channels, sums);
+  else
+    channel_block_sums<T, false>(in, n, c, channels, sums);
 }
 
 /// The MEAN recipe on up to 16 channel sums (entries past `count` are ignored): the multiplier in vectors, then the
