@@ -56,6 +56,11 @@
 // output in place through a 256-entry byte table of reference::requantization (TFLite's QUANTIZE kernel), looked up
 // with vpermi2b / pshufb / vqtbx4q (ops/detail/byte_table.hpp). Parameters it cannot honour are
 // errc::invalid_argument at construction; the object then refuses to run.
+//
+// Files: this front end (configs, checks, row and band loops, the choice of kernel) names no ISA; the vector kernels
+// are ops/resize/simd.hpp (their names declared on every target, scalar builds discard the branches that use them),
+// the scalar twin and row passes ops/resize/rows.hpp, each ISA's vector operations and byte widths
+// ops/resize/{x86,neon}.hpp.
 #pragma once
 
 #include <algorithm>
