@@ -56,6 +56,11 @@
 // output in place through a 256-entry byte table of reference::requantization (TFLite's QUANTIZE kernel), looked up
 // with vpermi2b / pshufb / vqtbx4q (ops/detail/byte_table.hpp). Parameters it cannot honour are
 // errc::invalid_argument at construction; the object then refuses to run.
+//
+// Files: this front end (configs, checks, row and band loops, the choice of kernel) names no ISA; the vector kernels
+// are ops/resize/simd.hpp (their names declared on every target, scalar builds discard the branches that use them),
+// the scalar twin and row passes ops/resize/rows.hpp, each ISA's vector operations and byte widths
+// ops/resize/{x86,neon}.hpp.
 #pragma once
 
 #include <algorithm>
@@ -71,16 +76,11 @@
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/detail/byte_table.hpp"
-#include "mosaiq/ops/resize/widths.hpp"
+#include "mosaiq/ops/resize/rows.hpp"
+#include "mosaiq/ops/resize/simd.hpp"
 #include "mosaiq/reference/resize.hpp"
 #include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/target.hpp"
-
-#if MOSAIQ_TARGET_AVX2
-#include "mosaiq/ops/resize/x86.hpp"
-#elif MOSAIQ_TARGET_NEON
-#include "mosaiq/ops/resize/neon.hpp"
-#endif
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
@@ -100,236 +100,9 @@ struct resize_config {
 
 namespace detail::upsample {
 
-/// Where the views sit in their images: `in` holds input rows [in_first, in_first + in.height()) of an image of
-/// `in_height` rows, `out` output rows [out_first, out_first + out.height()) of an image of `out_height` rows. Whole
-/// maps start at row 0; a band of a banded network reads a window of rows (run_rows_window).
-struct row_frame {
-  int in_first = 0, in_height = 0, out_first = 0, out_height = 0;
-  template <class In, class Out>
-  static row_frame whole(const In& in, const Out& out) noexcept {
-    return {0, in.height(), 0, out.height()};
-  }
-};
-
-/// One output row of a 2x bilinear upsample: the input row it is nearest to, the row it blends with (the same row
-/// for legacy even rows and at clamped edges), and where it goes.
-struct row_pass {
-  const byte* near;
-  const byte* far;
-  byte* out;
-  int width;  // input pixels
-  int channels;
-  std::ptrdiff_t in_pixel;   // bytes between input pixels
-  std::ptrdiff_t out_pixel;  // bytes between output pixels
-};
-
-/// The scalar twin: output pixels 2x, 2x+1 for input pixels [x_begin, x_end), channels [c_begin, c_end).
-template <resize_mode Mode, byte Flip>
-inline void scalar_pixels(const row_pass& r, int x_begin, int x_end, int c_begin, int c_end) noexcept {
-  for (int x = x_begin; x < x_end; ++x) {
-    const std::ptrdiff_t left = std::max(x - 1, 0) * r.in_pixel, center = x * r.in_pixel;
-    const std::ptrdiff_t right = std::min(x + 1, r.width - 1) * r.in_pixel;
-    byte* even = r.out + 2 * x * r.out_pixel;
-    byte* odd = even + r.out_pixel;
-    const auto near = [&](std::ptrdiff_t at, int c) -> int { return r.near[at + c] ^ Flip; };
-    const auto far = [&](std::ptrdiff_t at, int c) -> int { return r.far[at + c] ^ Flip; };
-    for (int c = c_begin; c < c_end; ++c) {
-      if constexpr (Mode == resize_mode::half_pixel) {
-        const int v_left = 3 * near(left, c) + far(left, c);
-        const int v_center = 3 * near(center, c) + far(center, c);
-        const int v_right = 3 * near(right, c) + far(right, c);
-        even[c] = static_cast<byte>(((3 * v_center + v_left + 8) >> 4) ^ Flip);
-        odd[c] = static_cast<byte>(((3 * v_center + v_right + 8) >> 4) ^ Flip);
-      } else {
-        const int a = near(center, c), b = near(right, c), below = far(center, c), diagonal = far(right, c);
-        even[c] = static_cast<byte>(((a + below + 1) >> 1) ^ Flip);
-        odd[c] = static_cast<byte>(((a + b + below + diagonal + 2) >> 2) ^ Flip);
-      }
-    }
-  }
-}
-
-/// The 2x kernels on one byte-vector width.
-template <class Ops, resize_mode Mode, byte Flip>
-struct vector_kernels {
-  using reg = typename Ops::reg;
-  struct wide {
-    typename Ops::wide_reg lo, hi;
-  };
-  static constexpr int bytes = Ops::bytes;
-
-  static reg load(const byte* p) noexcept {
-    if constexpr (Flip != 0)
-      return Ops::flip(Ops::load(p), Flip);
-    else
-      return Ops::load(p);
-  }
-  static reg finish(reg v) noexcept {
-    if constexpr (Flip != 0)
-      return Ops::flip(v, Flip);
-    else
-      return v;
-  }
-  static wide widen(reg v) noexcept { return {Ops::widen_lo(v), Ops::widen_hi(v)}; }
-  static wide add(wide a, wide b) noexcept { return {Ops::add(a.lo, b.lo), Ops::add(a.hi, b.hi)}; }
-  static wide triple(wide a) noexcept { return add(add(a, a), a); }
-  template <int Shift>
-  static reg narrow(wide a) noexcept {
-    return finish(Ops::template narrow_rounded<Shift>(a.lo, a.hi));
-  }
-
-  /// Half-pixel: 3 * near + far, 16-bit.
-  static wide vertical(const byte* near, const byte* far) noexcept {
-    wide v;
-    Ops::three_near_plus_far(load(near), load(far), v.lo, v.hi);
-    return v;
-  }
-  static void half_pixel(const wide& left, const wide& center, const wide& right, reg& even, reg& odd) noexcept {
-    const wide center3 = triple(center);
-    even = narrow<4>(add(center3, left));
-    odd = narrow<4>(add(center3, right));
-  }
-  /// Legacy: `right`/`far_right` are the clamped right neighbours; same_row marks even output rows (far == near).
-  static void legacy(const byte* near, const byte* near_right, const byte* far, const byte* far_right, bool same_row,
-                     reg& even, reg& odd) noexcept {
-    const reg a = load(near), b = load(near_right);
-    if (same_row) {
-      even = finish(a);
-      odd = finish(Ops::average(a, b));
-      return;
-    }
-    const reg c = load(far), d = load(far_right);
-    even = finish(Ops::average(a, c));
-    odd = narrow<2>(add(add(widen(a), widen(b)), add(widen(c), widen(d))));
-  }
-
-  /// Channel blocks of `bytes` starting at channel c, every pixel of the row; returns the first channel not done.
-  static int pixel_blocks(const row_pass& r, int c) noexcept {
-    const std::ptrdiff_t ip = r.in_pixel, op = r.out_pixel;
-    const bool same_row = r.far == r.near;
-    for (; c + bytes <= r.channels; c += bytes) {
-      const byte* near = r.near + c;
-      const byte* far = r.far + c;
-      byte* out = r.out + c;
-      reg even, odd;
-      if constexpr (Mode == resize_mode::half_pixel) {
-        wide left = vertical(near, far), center = left;
-        for (int x = 0; x < r.width; ++x) {
-          const wide right = x + 1 < r.width ? vertical(near + (x + 1) * ip, far + (x + 1) * ip) : center;
-          half_pixel(left, center, right, even, odd);
-          Ops::store(out + 2 * x * op, even);
-          Ops::store(out + (2 * x + 1) * op, odd);
-          left = center;
-          center = right;
-        }
-      } else {
-        for (int x = 0; x < r.width; ++x) {
-          const std::ptrdiff_t at = x * ip, right = std::min(x + 1, r.width - 1) * ip;
-          legacy(near + at, near + right, far + at, far + right, same_row, even, odd);
-          Ops::store(out + 2 * x * op, even);
-          Ops::store(out + (2 * x + 1) * op, odd);
-        }
-      }
-    }
-    return c;
-  }
-
-  /// Dense row with G channels per pixel (1, 2, 4, 8, 16): whole vectors of bytes from pixel x_begin while every
-  /// neighbour load stays in the row; returns the first pixel not done.
-  template <int G>
-  static int dense_row(const row_pass& r, int x_begin) noexcept {
-    const std::ptrdiff_t row_bytes = std::ptrdiff_t{r.width} * G;
-    const bool same_row = r.far == r.near;
-    const auto step = [&](std::ptrdiff_t j) noexcept {
-      reg even, odd;
-      if constexpr (Mode == resize_mode::half_pixel) {
-        half_pixel(vertical(r.near + j - G, r.far + j - G), vertical(r.near + j, r.far + j),
-                   vertical(r.near + j + G, r.far + j + G), even, odd);
-      } else {
-        legacy(r.near + j, r.near + j + G, r.far + j, r.far + j + G, same_row, even, odd);
-      }
-      Ops::template store_interleaved<G>(r.out + 2 * j, even, odd);
-    };
-    std::ptrdiff_t j = std::ptrdiff_t{x_begin} * G;
-    if constexpr (Mode == resize_mode::half_pixel && G == 16 && bytes >= 32) {
-      // 16-byte pixels: one vertical pass a vector. `right` covers the pixels one after the vector's; the centres and
-      // left neighbours are the same lanes shifted in from the previous `right` (whole 128-bit lanes, so the widened
-      // halves shift alike).
-      if (j + bytes + G <= row_bytes) {
-        step(j);
-        wide previous = vertical(r.near + j + G, r.far + j + G);
-        for (j += bytes; j + bytes + G <= row_bytes; j += bytes) {
-          const wide right = vertical(r.near + j + G, r.far + j + G);
-          const wide center{Ops::pixels_from_1(previous.lo, right.lo), Ops::pixels_from_1(previous.hi, right.hi)};
-          const wide left{Ops::pixels_from_2(previous.lo, right.lo), Ops::pixels_from_2(previous.hi, right.hi)};
-          reg even, odd;
-          half_pixel(left, center, right, even, odd);
-          Ops::template store_interleaved<G>(r.out + 2 * j, even, odd);
-          previous = right;
-        }
-      }
-    }
-    for (; j + bytes + G <= row_bytes; j += bytes) step(j);
-    // The pixels left before the last one: one more vector ending there, overlapping pixels already written (it
-    // rewrites the same values), so only the last pixel is left to the scalar twin.
-    const std::ptrdiff_t last_vector = row_bytes - G - bytes;
-    if (j < row_bytes - G && last_vector >= std::ptrdiff_t{x_begin} * G) {
-      step(last_vector);
-      j = row_bytes - G;
-    }
-    return static_cast<int>(j / G);
-  }
-
-  /// Nearest 2x of a dense row of G-byte pixels: each pixel twice; returns the first pixel not done.
-  template <int G>
-  static int replicate_row(const byte* source, byte* target, int width) noexcept {
-    const std::ptrdiff_t row_bytes = std::ptrdiff_t{width} * G;
-    std::ptrdiff_t j = 0;
-    const auto step = [&](std::ptrdiff_t at) noexcept {
-      const reg v = Ops::load(source + at);
-      Ops::template store_interleaved<G>(target + 2 * at, v, v);
-    };
-    for (; j + bytes <= row_bytes; j += bytes) step(j);
-    if (j < row_bytes && row_bytes >= bytes) {  // overlapping last vector, as in dense_row
-      step(row_bytes - bytes);
-      j = row_bytes;
-    }
-    return static_cast<int>(j / G);
-  }
-};
-
-#if MOSAIQ_TARGET_SIMD
-template <resize_mode M, byte F>
-using widest = vector_kernels<typename native_widths::widest, M, F>;
-
-/// `step(kernels, first)` on each byte width of the target, widest first, each from where the previous stopped (rows
-/// too short for the widest vector, e.g. 64 bytes on AVX-512, continue with narrower ones); returns where the last
-/// stopped.
-template <resize_mode Mode, byte Flip, class... Ops, class Step>
-[[gnu::always_inline]] inline int across_widths(byte_widths<Ops...>, int first, Step step) noexcept {
-  ((first = step(vector_kernels<Ops, Mode, Flip>{}, first)), ...);
-  return first;
-}
-#endif
-
-#if MOSAIQ_TARGET_SIMD
-template <resize_mode Mode, byte Flip, int G>
-inline void dense_row_with_edges(const row_pass& r) noexcept {
-  // Half-pixel reads the left neighbour, so pixel 0 (clamped) goes through the scalar twin.
-  const int head = Mode == resize_mode::half_pixel ? std::min(1, r.width) : 0;
-  scalar_pixels<Mode, Flip>(r, 0, head, 0, G);
-  const int done = across_widths<Mode, Flip>(native_widths{}, head, [&r]<class Kernels>(Kernels, int first) {
-    return Kernels::template dense_row<G>(r, first);
-  });
-  scalar_pixels<Mode, Flip>(r, done, r.width, 0, G);
-}
-
-#endif
-
 template <resize_mode Mode, byte Flip>
 inline void run_row(const row_pass& r, bool dense) noexcept {
-#if MOSAIQ_TARGET_SIMD
-  {
+  if constexpr (has_vectors) {
     if (dense) {
       switch (r.channels) {
         case 1:
@@ -349,11 +122,10 @@ inline void run_row(const row_pass& r, bool dense) noexcept {
     const int c = across_widths<Mode, Flip>(
         native_widths{}, 0, [&r]<class Kernels>(Kernels, int first) { return Kernels::pixel_blocks(r, first); });
     scalar_pixels<Mode, Flip>(r, 0, r.width, c, r.channels);
+  } else {
+    (void)dense;
+    scalar_pixels<Mode, Flip>(r, 0, r.width, 0, r.channels);
   }
-#else
-  (void)dense;
-  scalar_pixels<Mode, Flip>(r, 0, r.width, 0, r.channels);
-#endif
 }
 
 template <resize_mode Mode, quantized_element T>
@@ -399,13 +171,12 @@ void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out, 
       T* first = out.pixel(n, made, 0);
       if (channels == 0) continue;
       int done = 0;
-#if MOSAIQ_TARGET_SIMD
-      if constexpr (S == 2) {
+      if constexpr (has_vectors && S == 2) {
         // Replicating each pixel is interleaving the row with itself.
         if (dense) {
           const auto* source = reinterpret_cast<const byte*>(in.pixel(n, y, 0));
           auto* target = reinterpret_cast<byte*>(first);
-          using kernels = widest<resize_mode::legacy, 0>;
+          using kernels = typename replication<T>::kernels;
           switch (channels) {
             case 1:
               done = kernels::template replicate_row<1>(source, target, in.width());
@@ -427,7 +198,6 @@ void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out, 
           }
         }
       }
-#endif
       for (int x = done; x < in.width(); ++x)
         for (int k = 0; k < S; ++k) std::memcpy(out.pixel(n, made, S * x + k), in.pixel(n, y, x), pixel_bytes);
       for (int k = 1; k <= copies; ++k) {
@@ -441,216 +211,6 @@ void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out, 
     }
   }
 }
-
-}  // namespace detail::upsample
-
-/// Bilinear at any ratio and in every mode, bit-exact with reference::resize_bilinear: the same float32 operations in
-/// the same order (see the file comment). Per call, per chunk of output columns: the x taps; per output row: the y tap
-/// and the two input rows as floats already multiplied by their y weights (the reference's first products).
-namespace detail::any_ratio {
-
-inline constexpr int row_floats = 1024;   // floats per converted input row segment (two of them: top, bottom)
-inline constexpr int max_columns = 128;   // output columns per chunk (channel path)
-inline constexpr int max_elements = 512;  // flattened output elements per chunk (small-channel path)
-inline constexpr int flat_below = 8;      // channel counts below this go along the flattened row x*C + c
-inline constexpr int max_channel_block = row_floats / 2;  // an output pixel needs two input columns
-
-/// One output column: offsets of its two input columns in the float rows (channel 0), and their weights.
-struct column {
-  int lower, upper;
-  float lower_weight, upper_weight;
-};
-
-/// The small-channel path's tables for one chunk of columns, element e = x * C + c of the flattened output row: the
-/// offsets of its two inputs relative to its vector's base, and its weights. Per vector: the base, and whether all its
-/// inputs lie in the `Lanes` floats from the base (upsampling: then two loads and permutes replace four gathers).
-template <int Lanes>
-struct flat_table {
-  alignas(64) std::int32_t lower[max_elements], upper[max_elements];
-  alignas(64) float lower_weight[max_elements], upper_weight[max_elements];
-  int base[max_elements / Lanes];
-  bool window[max_elements / Lanes];
-  int elements = 0;
-
-  /// Output column x of the chunk (elements x * channels + c) reads `col`.
-  void set(int x, const column& col, int channels) noexcept {
-    for (int c = 0; c < channels; ++c) {
-      const int e = x * channels + c;
-      lower[e] = col.lower + c, upper[e] = col.upper + c;
-      lower_weight[e] = col.lower_weight, upper_weight[e] = col.upper_weight;
-    }
-  }
-  /// After set() for `count` columns: offsets relative to each vector's base; lanes past the end read the base with
-  /// weight 0.
-  void finish(int count, int channels) noexcept {
-    elements = count * channels;
-    for (int v = 0; v * Lanes < elements; ++v) {
-      const int begin = v * Lanes, end = std::min(begin + Lanes, elements);
-      const int low = *std::min_element(lower + begin, lower + end);
-      const int high = *std::max_element(upper + begin, upper + end);
-      base[v] = low;
-      window[v] = high - low < Lanes;
-      for (int e = begin; e < begin + Lanes; ++e) {
-        const bool inside = e < end;
-        lower[e] = inside ? lower[e] - low : 0;
-        upper[e] = inside ? upper[e] - low : 0;
-        lower_weight[e] = inside ? lower_weight[e] : 0.0f;
-        upper_weight[e] = inside ? upper_weight[e] : 0.0f;
-      }
-    }
-  }
-};
-
-inline constexpr bool has_kernel = MOSAIQ_TARGET_SIMD;
-
-#if MOSAIQ_TARGET_SIMD
-template <quantized_element T>
-class kernel {
-  using F = float_ops;
-  using vf = typename F::vf;
-  static constexpr int lanes = F::lanes;
-
-  /// The four products and their sum, in the reference's order: ((p00 + p10) + p01) + p11.
-  static vf blend(vf top_lower, vf bottom_lower, vf top_upper, vf bottom_upper, vf lower_weight,
-                  vf upper_weight) noexcept {
-    const vf p00 = F::product(top_lower, lower_weight);
-    const vf p10 = F::product(bottom_lower, lower_weight);
-    const vf p01 = F::product(top_upper, upper_weight);
-    const vf p11 = F::product(bottom_upper, upper_weight);
-    return F::add(F::add(F::add(p00, p10), p01), p11);
-  }
-
- public:
-  static void run(const tensor_view<const T>& in, const tensor_view<T>& out, resize_mode mode, row_band band,
-                  upsample::row_frame frame) noexcept {
-    // Stack, not a workspace: about 20 KiB whatever the shape (the rows are processed in chunks of columns), so the
-    // op keeps the workspace-free signature of the 2x kernels and of the network executor.
-    // The rows have a vector of slack: a window load from the last base may run past the span (its extra lanes are
-    // never selected).
-    alignas(64) float rows[2][row_floats + lanes];
-    alignas(64) column columns[max_columns];
-    flat_table<lanes> table;
-    alignas(64) T staged[max_elements + 64];
-
-    const int channels = in.channels();
-    const float scale_y = reference::detail::float_axis_scale(frame.in_height, frame.out_height, mode);
-    const float scale_x = reference::detail::float_axis_scale(in.width(), out.width(), mode);
-    const bool flat = channels < flat_below;
-    const std::ptrdiff_t in_pixel = in.pixel_stride(), out_pixel = out.pixel_stride();
-
-    for (int c0 = 0; c0 < channels; c0 += max_channel_block) {
-      const int block = std::min(channels - c0, max_channel_block);
-      const bool contiguous_in = in_pixel == block;  // the columns' channels [c0, c0 + block) are one run
-      const int max_span = row_floats / block;       // input columns a chunk may read
-      const int chunk_limit = flat ? max_elements / block : max_columns;
-      for (int x_begin = 0; x_begin < out.width();) {
-        // The chunk: output columns [x_begin, x_end) reading input columns [first, last].
-        const reference::detail::float_tap head = reference::detail::float_axis_tap(x_begin, scale_x, mode, in.width());
-        const int first = head.lower;
-        int last = first, count = 0;
-        for (int x = x_begin; x < out.width() && count < chunk_limit; ++x) {
-          const reference::detail::float_tap t =
-              x == x_begin ? head : reference::detail::float_axis_tap(x, scale_x, mode, in.width());
-          if (t.upper - first + 1 > max_span) break;
-          last = std::max(last, t.upper);
-          const column col{(t.lower - first) * block, (t.upper - first) * block, t.lower_weight, t.upper_weight};
-          if (flat)
-            table.set(count++, col, block);
-          else
-            columns[count++] = col;
-        }
-        const int span = last - first + 1;
-        if (flat) table.finish(count, block);
-        for (int n = 0; n < out.batch(); ++n) {
-          for (int y = band.first; y < band.last; ++y) {
-            const reference::detail::float_tap ty =
-                reference::detail::float_axis_tap(y, scale_y, mode, frame.in_height);
-            const int source_rows[2] = {ty.lower, ty.upper};
-            const float row_weights[2] = {ty.lower_weight, ty.upper_weight};
-            for (int r = 0; r < 2; ++r) {
-              const T* source = in.pixel(n, source_rows[r] - frame.in_first, first) + c0;
-              if (contiguous_in) {
-                F::template convert<T>(source, span * block, row_weights[r], rows[r]);
-              } else {
-                for (int x = 0; x < span; ++x)
-                  F::template convert<T>(source + x * in_pixel, block, row_weights[r], rows[r] + x * block);
-              }
-            }
-            T* target = out.pixel(n, y - frame.out_first, x_begin) + c0;
-            if (flat)
-              flat_row(rows[0], rows[1], table, block, out_pixel, staged, target);
-            else
-              channel_row(rows[0], rows[1], columns, count, block, out_pixel, target);
-          }
-        }
-        x_begin += count;
-      }
-    }
-  }
-
-  /// Few channels: vectors along the flattened output row, inputs gathered through the chunk's index tables.
-  static void flat_row(const float* top, const float* bottom, const flat_table<lanes>& table, int block,
-                       std::ptrdiff_t out_pixel, T* staged, T* target) noexcept {
-    const bool dense = out_pixel == block;
-    const int elements = table.elements;
-    T* results = dense ? target : staged;
-    const auto sum = [&](int v) noexcept {
-      const int e = v * lanes;
-      const float *t = top + table.base[v], *b = bottom + table.base[v];
-      const std::int32_t *lower = table.lower + e, *upper = table.upper + e;
-      vf tl, bl, tu, bu;
-      if (table.window[v]) {
-        const vf top_window = F::load(t), bottom_window = F::load(b);
-        tl = F::permute(top_window, lower), bl = F::permute(bottom_window, lower);
-        tu = F::permute(top_window, upper), bu = F::permute(bottom_window, upper);
-      } else {
-        tl = F::gather(t, lower), bl = F::gather(b, lower), tu = F::gather(t, upper), bu = F::gather(b, upper);
-      }
-      return blend(tl, bl, tu, bu, F::load(table.lower_weight + e), F::load(table.upper_weight + e));
-    };
-    int v = 0;
-    for (; (v + 4) * lanes <= elements; v += 4)
-      F::template store4<T>(results + v * lanes, sum(v), sum(v + 1), sum(v + 2), sum(v + 3));
-    for (; v * lanes < elements; ++v) {
-      const int e = v * lanes;
-      if (e + lanes <= elements || !dense)
-        F::template store<T>(results + e, sum(v));  // staged has room for a whole last vector
-      else
-        F::template store<T>(results + e, sum(v), elements - e);
-    }
-    if (!dense)
-      for (int x = 0; x < elements / block; ++x)
-        std::memcpy(target + x * out_pixel, staged + x * block, static_cast<std::size_t>(block) * sizeof(T));
-  }
-
-  /// Many channels: per output pixel, vectors along the channels with one partial tail.
-  static void channel_row(const float* top, const float* bottom, const column* columns, int count, int block,
-                          std::ptrdiff_t out_pixel, T* target) noexcept {
-    for (int x = 0; x < count; ++x) {
-      const column& col = columns[x];
-      const vf w0 = F::broadcast(col.lower_weight), w1 = F::broadcast(col.upper_weight);
-      const float *top_lower = top + col.lower, *bottom_lower = bottom + col.lower;
-      const float *top_upper = top + col.upper, *bottom_upper = bottom + col.upper;
-      T* result = target + x * out_pixel;
-      int c = 0;
-      for (; c + lanes <= block; c += lanes)
-        F::template store<T>(result + c, blend(F::load(top_lower + c), F::load(bottom_lower + c),
-                                               F::load(top_upper + c), F::load(bottom_upper + c), w0, w1));
-      if (c < block) {
-        const int n = block - c;
-        F::template store<T>(result + c,
-                             blend(F::load(top_lower + c, n), F::load(bottom_lower + c, n), F::load(top_upper + c, n),
-                                   F::load(bottom_upper + c, n), w0, w1),
-                             n);
-      }
-    }
-  }
-};
-#endif
-
-}  // namespace detail::any_ratio
-
-namespace detail::upsample {
 
 template <quantized_element T>
 bool check_upsample_views(const tensor_view<const T>& in, const tensor_view<T>& out, shape expected, const char* what) {
@@ -748,25 +308,24 @@ void bilinear(const tensor_view<const T>& in, const tensor_view<T>& out, row_ban
   }
   if constexpr (Mode != resize_mode::align_corners) {
     if (frame.out_height == 2 * frame.in_height && out.width() == 2 * in.width()) {
-#if MOSAIQ_TARGET_SIMD
-      // The 2x kernels vectorize 16+ channels and dense rows of 1, 2, 4 or 8; with other channel counts they run the
-      // scalar twin on every channel (or tail) and the float kernel is 2-4x faster (same results).
-      const int c = in.channels();
-      if (c >= 16 || (in.is_dense() && out.is_dense() && (c == 1 || c == 2 || c == 4 || c == 8))) {
+      if constexpr (has_vectors) {
+        // The 2x kernels vectorize 16+ channels and dense rows of 1, 2, 4 or 8; with other channel counts they run
+        // the scalar twin on every channel (or tail) and the float kernel is 2-4x faster (same results).
+        const int c = in.channels();
+        if (c >= 16 || (in.is_dense() && out.is_dense() && (c == 1 || c == 2 || c == 4 || c == 8))) {
+          bilinear_2x<Mode, T>(in, out, rows, frame);
+          return;
+        }
+      } else {
         bilinear_2x<Mode, T>(in, out, rows, frame);
         return;
       }
-#else
-      bilinear_2x<Mode, T>(in, out, rows, frame);
-      return;
-#endif
     }
   }
-#if MOSAIQ_TARGET_SIMD
-  any_ratio::kernel<T>::run(in, out, Mode, rows, frame);
-#else
-  reference::resize_bilinear<T>(in, out, Mode);
-#endif
+  if constexpr (any_ratio::has_kernel)
+    any_ratio::kernel<T>::run(in, out, Mode, rows, frame);
+  else
+    reference::resize_bilinear<T>(in, out, Mode);
 }
 
 }  // namespace detail::upsample

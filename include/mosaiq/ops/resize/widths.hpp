@@ -11,9 +11,11 @@ namespace detail::upsample {
 
 using byte = std::uint8_t;
 
-/// Byte-vector operation sets (see ops/resize/x86.hpp), widest first.
+/// Byte-vector operation sets (see ops/resize/x86.hpp), widest first; none on the scalar target.
+template <class... Widths>
+struct byte_widths {};
 template <class Widest, class... Narrower>
-struct byte_widths {
+struct byte_widths<Widest, Narrower...> {
   using widest = Widest;
 };
 
