@@ -65,6 +65,7 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/eltwise/add_linear.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
 #include "mosaiq/ops/eltwise/avx2.hpp"
 #include "mosaiq/ops/eltwise/avx512.hpp"
@@ -121,6 +122,8 @@ class add {
   explicit add(const reference::add_params& params) : params_(params) {
     if constexpr (detail::eltwise::native_path::add_tables) {
       auto tables = detail::make_shared<detail::eltwise::add_tables>(detail::eltwise::make_add_tables<R, T>(params_));
+      if constexpr (detail::eltwise::native_path::linear_add)
+        if (tables->exact) tables->linear = detail::eltwise::make_add_linear<R, T>(params_);
       if (tables->exact) tables_ = std::move(tables);
     }
     if constexpr (detail::eltwise::vector_kernels)
@@ -131,6 +134,10 @@ class add {
   bool valid() const noexcept { return params_.valid; }
   /// Whether operator() runs the per-input tables (checked exact at construction) rather than the arithmetic pipeline.
   bool uses_tables() const noexcept { return tables_ != nullptr; }
+  /// The linear form element-wise runs take in front of the tables (add_linear.hpp), or null where there is none.
+  const detail::eltwise::add_linear* linear_form() const noexcept {
+    return tables_ != nullptr && tables_->linear.usable ? &tables_->linear : nullptr;
+  }
   /// The lines held inputs run on (held_lines.hpp; null in scalar builds).
   const detail::eltwise::held_line_sides* held_lines() const noexcept { return lines_.get(); }
   const reference::add_params& params() const noexcept { return params_; }
