@@ -11,14 +11,18 @@
 // C = round(gamma 2^k) + e_hi and band = e_lo + e_hi, a lane is flagged when (t & (2^k - 1)) < band; an unflagged
 // lane's t did not cross a boundary when e_hi was added, so t >> k is the unshifted candidate, which is exact there.
 // The construction is proven like the tables: over all 65,536 (a, b) pairs, on the kernel's own int32 arithmetic,
-// every unflagged pair's clamped candidate equals reference::detail::add_element's output. The form is kept only
+// every unflagged pair's clamped candidate equals the reference's output (add_element's steps, the scaled inputs
+// computed once per byte as the tables do). The form is kept only
 // when the proof holds and at most 1/32 of the pairs are flagged (else add runs the tables alone).
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/quant.hpp"
@@ -50,6 +54,25 @@ struct add_linear {
     return std::clamp(sum(a, b) >> shift, clamp.min, clamp.max);
   }
 };
+
+/// Each input's scaled values, exactly as reference::detail::add_element computes them, indexed by the element's
+/// byte (its bit pattern: i8 -1 is entry 255).
+struct add_scaled_inputs {
+  std::array<std::int32_t, 256> first{}, second{};
+};
+
+template <rounding R, quantized_element T>
+add_scaled_inputs scale_add_inputs(const reference::add_params& p, const reference::detail::add_scales& scales) {
+  add_scaled_inputs s;
+  for (int byte = 0; byte < 256; ++byte) {
+    const auto q = static_cast<std::int32_t>(static_cast<T>(static_cast<std::uint8_t>(byte)));
+    s.first[static_cast<std::size_t>(byte)] = multiply_by_quantized_multiplier<R>(
+        (p.input1_offset + q) * (1 << reference::add_params::left_shift), scales.input1);
+    s.second[static_cast<std::size_t>(byte)] = multiply_by_quantized_multiplier<R>(
+        (p.input2_offset + q) * (1 << reference::add_params::left_shift), scales.input2);
+  }
+  return s;
+}
 
 /// Largest fraction of flagged pairs (of 65,536) for which the linear form is kept.
 inline constexpr int max_flagged_pairs = 65536 / 32;
@@ -84,11 +107,22 @@ add_linear make_add_linear(const reference::add_params& p) {
   if (k < 12) return result;
   const std::int64_t unit = std::int64_t{1} << k;
 
+  // The reference's outputs (add_element's steps on the scaled inputs), pair (a, b) at (a - lo) * 256 + b - lo.
+  const add_scaled_inputs scaled = scale_add_inputs<R, T>(p, scales);
+  std::vector<std::int16_t> outputs(65536);
+  for (std::int32_t a = lo; a <= hi; ++a)
+    for (std::int32_t b = lo; b <= hi; ++b)
+      outputs[static_cast<std::size_t>((a - lo) * 256 + b - lo)] = static_cast<std::int16_t>(std::clamp(
+          multiply_by_quantized_multiplier<R>(
+              scaled.first[static_cast<std::uint8_t>(a)] + scaled.second[static_cast<std::uint8_t>(b)], scales.output) +
+              p.output_offset,
+          p.clamp.min, p.clamp.max));
+
   // e_lo, e_hi: how far past a boundary the candidates of wrong pairs lie (a wrong pair a whole step off: no form).
   std::int64_t e_lo = 0, e_hi = 0;
   for (std::int64_t a = lo; a <= hi; ++a)
     for (std::int64_t b = lo; b <= hi; ++b) {
-      const std::int64_t exact = reference::detail::add_element<R, T>(static_cast<T>(a), static_cast<T>(b), p, scales);
+      const std::int64_t exact = outputs[static_cast<std::size_t>((a - lo) * 256 + b - lo)];
       const std::int64_t t = a * a_coef + b * b_coef + c;
       const std::int64_t got = std::clamp<std::int64_t>(t >> k, p.clamp.min, p.clamp.max);
       if (got > exact)
@@ -106,7 +140,7 @@ add_linear make_add_linear(const reference::add_params& p) {
   // The proof, on the kernel's arithmetic: every unflagged pair is exact.
   for (std::int32_t a = lo; a <= hi; ++a)
     for (std::int32_t b = lo; b <= hi; ++b) {
-      const std::int32_t exact = reference::detail::add_element<R, T>(static_cast<T>(a), static_cast<T>(b), p, scales);
+      const std::int32_t exact = outputs[static_cast<std::size_t>((a - lo) * 256 + b - lo)];
       const bool flagged = result.flagged(a, b);
       const bool right = result.candidate(a, b, p.clamp) == exact;
       if (!flagged && !right) return add_linear{};

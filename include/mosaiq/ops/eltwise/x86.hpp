@@ -1,6 +1,6 @@
 // add's table kernels on x86 (AVX2 and AVX-512): element-wise runs and held terms both on the tables, the held
-// terms gathered (add_table_terms_span of ops/eltwise/avx2.hpp, avx512.hpp); on AVX2 element-wise runs take the
-// linear form (add_linear.hpp) first where it is usable.
+// terms gathered (add_table_terms_span of ops/eltwise/avx2.hpp, avx512.hpp); element-wise runs take the linear form
+// (add_linear.hpp, add_linear_span of both) first where it is usable.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -27,7 +27,6 @@ struct add_table_kernels : line_source {
   add_table_regs regs;
   clamp_range clamp;
 
-#if !MOSAIQ_TARGET_AVX512
   add_linear_regs linear;  ///< used where tables.linear is usable
 
   add_table_kernels(const add_tables& t, clamp_range c, const held_line_sides* held)
@@ -37,12 +36,6 @@ struct add_table_kernels : line_source {
     if (tables.linear.usable) return add_linear_span<T>(a, b, out, n, linear, regs);
     add_table_span<T>(a, b, out, n, regs);
   }
-#else
-  add_table_kernels(const add_tables& t, clamp_range c, const held_line_sides* held)
-      : line_source{held}, tables(t), regs(t, c), clamp(c) {}
-
-  void pair(const T* a, const T* b, T* out, std::size_t n) const { add_table_span<T>(a, b, out, n, regs); }
-#endif
   const std::int32_t* table(input side) const { return side == input::a ? tables.first.data() : tables.second.data(); }
   std::int32_t term(input side, T v) const { return table(side)[static_cast<std::uint8_t>(v)]; }
   void with_terms(input side, const T* v, const std::int32_t* terms, T* out, std::size_t n) const {
