@@ -267,13 +267,6 @@ inline void add_linear_span(const T* a, const T* b, T* out, std::size_t n, const
   std::memcpy(out + i, to, (n - i) * sizeof(T));
 }
 
-template <quantized_element T>
-inline void add_linear_span(const T* a, const T* b, T* out, std::size_t n, const add_linear_regs& k,
-                            const add_table_regs& tables) noexcept {
-  if (k.clamps) return add_linear_span<true, T>(a, b, out, n, k, tables);
-  add_linear_span<false, T>(a, b, out, n, k, tables);
-}
-
 /// The AVX2 path (without AVX-512): add's tables (ops/eltwise/x86.hpp) and linear form, MUL's folded output step.
 struct avx2_path : lanes_path {
   static constexpr bool add_tables = true;

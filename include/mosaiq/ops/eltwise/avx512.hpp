@@ -165,20 +165,13 @@ template <bool Clamp, quantized_element T>
   _mm512_mask_storeu_epi8(out, m, bytes);
 }
 
+/// add on the linear form, 64 elements per step, flagged blocks on the tables.
 template <bool Clamp, quantized_element T>
 inline void add_linear_span(const T* a, const T* b, T* out, std::size_t n, const add_linear_regs& k,
                             const add_table_regs& tables) noexcept {
   std::size_t i = 0;
   for (; i + 64 <= n; i += 64) add_linear_block<Clamp, T>(a + i, b + i, out + i, ~__mmask64{0}, k, tables);
   if (i < n) add_linear_block<Clamp, T>(a + i, b + i, out + i, (std::uint64_t{1} << (n - i)) - 1, k, tables);
-}
-
-/// add on the linear form, 64 elements per step, flagged blocks on the tables.
-template <quantized_element T>
-inline void add_linear_span(const T* a, const T* b, T* out, std::size_t n, const add_linear_regs& k,
-                            const add_table_regs& tables) noexcept {
-  if (k.clamps) return add_linear_span<true, T>(a, b, out, n, k, tables);
-  add_linear_span<false, T>(a, b, out, n, k, tables);
 }
 
 /// Broadcast add on the tables: out = clamp((table[v] + term) >> 8) for a run of one input (table: its own table)

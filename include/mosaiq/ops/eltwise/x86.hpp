@@ -33,8 +33,9 @@ struct add_table_kernels : line_source {
       : line_source{held}, tables(t), regs(t, c), clamp(c), linear(add_linear_regs::of<T>(t.linear, c)) {}
 
   void pair(const T* a, const T* b, T* out, std::size_t n) const {
-    if (tables.linear.usable) return add_linear_span<T>(a, b, out, n, linear, regs);
-    add_table_span<T>(a, b, out, n, regs);
+    if (!tables.linear.usable) return add_table_span<T>(a, b, out, n, regs);
+    if (linear.clamps) return add_linear_span<true, T>(a, b, out, n, linear, regs);
+    add_linear_span<false, T>(a, b, out, n, linear, regs);
   }
   const std::int32_t* table(input side) const { return side == input::a ? tables.first.data() : tables.second.data(); }
   std::int32_t term(input side, T v) const { return table(side)[static_cast<std::uint8_t>(v)]; }
