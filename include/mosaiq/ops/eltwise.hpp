@@ -40,8 +40,12 @@
 // widened to int32 (simd/lanes.hpp), three multiplier steps (simd::<isa>::multiply_by_quantized_multiplier).
 // The table kernels: AVX-512 VBMI looks up byte planes of the tables (rank, level low, level high) with vpermi2b,
 // 64 elements per step, adds the levels as 16-bit words and packs with saturation; AVX-512 without VBMI and AVX2
-// gather the int32 entries (16 / 8 elements per step); aarch64 looks up the byte planes with tbl/tbx. Dense views
-// run as one flat array; strided views pixel by pixel; out may be a or b. Building the tables costs about 0.2 ms.
+// gather the int32 entries (16 / 8 elements per step); aarch64 looks up the byte planes with tbl/tbx. On x86
+// (AVX2, AVX-512) element-wise runs go first through add's linear form (ops/eltwise/add_linear.hpp): t = a A + b B + C
+// in int32 lanes, out = clamp(t >> k), proven at load on all pairs outside a band of t's fraction next to a rounding
+// boundary; a block with a lane in that band runs on the tables. Dense views run as one flat array; strided views
+// pixel by pixel; out may be a or b. Building the tables costs about 0.2 ms; the linear form adds three passes over
+// the 65,536 pairs.
 //
 // concat: an input in the output's quantization is copied (memcpy per pixel, one memcpy when input and output are
 // the same dense tensor, nothing when the input already is its destination slice); any other input is rescaled with
