@@ -1,19 +1,19 @@
-// add's linear form with flagged lanes: built and proven at load, target-independent; AVX2 runs it (avx2.hpp,
-// add_linear_span) in front of the exact per-input tables (add_tables.hpp), which take every flagged block.
+// add's linear form with flagged lanes: built and proven at load, target-independent; x86 runs it (add_linear_span of
+// avx2.hpp, avx512.hpp) in front of the exact per-input tables (add_tables.hpp), which take every flagged block.
 //
 // TFLite's ADD is, up to its inner roundings (the scaled inputs' and the output step's, together a few units of the
 // 2^20-scaled sum: about 2^-18 of an output step for residual scales), the linear function
 // alpha (a + offset1) + beta (b + offset2) + zp rounded once, with alpha = 2^20 m1 m_out and beta = 2^20 m2 m_out
 // (the real multipliers). So t = a A + b B + C in int32 with k fraction bits (A = round(alpha 2^k), B likewise, k the
-// largest for which every t fits int32) gives the output as t >> k except where t lies within the coefficients' error
-// (mostly A's and B's rounding: at most 2^-k times the input range, about 2^-13 of a step at k = 21) of a rounding
-// boundary. The lanes that might be wrong are flagged: with e_lo and e_hi the largest overshoot and undershoot seen,
-// C = round(gamma 2^k) + e_hi and band = e_lo + e_hi, a lane is flagged when (t & (2^k - 1)) < band; an unflagged
-// lane's t did not cross a boundary when e_hi was added, so t >> k is the unshifted candidate, which is exact there.
-// The construction is proven like the tables: over all 65,536 (a, b) pairs, on the kernel's own int32 arithmetic,
-// every unflagged pair's clamped candidate equals the reference's output (add_element's steps, the scaled inputs
-// computed once per byte as the tables do). The form is kept only
-// when the proof holds and at most 1/32 of the pairs are flagged (else add runs the tables alone).
+// largest up to 24 for which every t fits int32) gives the output as t >> k except where t lies within the
+// coefficients' error (mostly A's and B's rounding: at most 2^-k times the input range) of a rounding boundary. The
+// lanes that might be wrong are flagged: with e_lo and e_hi the largest overshoot and undershoot of the wrong
+// candidates, C = round(gamma 2^k) + e_hi and band = e_lo + e_hi, a lane is flagged when (t & (2^k - 1)) < band; an
+// unflagged lane's t did not cross a boundary when e_hi was added, so t >> k is the floor of t - e_hi, which is exact
+// there. The construction is proven like the tables: over all 65,536 (a, b) pairs, on the kernel's own int32
+// arithmetic, every unflagged pair's clamped candidate equals the reference's output (add_element's steps, the
+// scaled inputs computed once per byte as the tables do). The form is kept only when the proof holds and at most
+// 1/32 of the pairs are flagged (else add runs the tables alone).
 #pragma once
 
 #include <algorithm>
