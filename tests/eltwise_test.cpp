@@ -28,6 +28,7 @@
 namespace {
 
 using mosaiq::activation;
+using mosaiq::element_traits;
 using mosaiq::i8;
 using mosaiq::quant_params;
 using mosaiq::rounding;
@@ -181,6 +182,137 @@ TEST_CASE_TEMPLATE("add over every pair of values: zero points, scales, rounding
   } else {
     CHECK(table_runs == 0);
   }
+}
+
+/// add's linear form (ops/eltwise/add_linear.hpp) over every (a, b) pair: the load-time proof re-checked here from
+/// its scalar formula (every unflagged pair's candidate is the reference's output), then the kernel on all pairs as
+/// one dense tensor (flagged blocks on the tables) against the reference. Counts the quantizations with a form and
+/// the flagged pairs.
+template <class T, rounding R>
+void check_add_linear(const std::array<quant_params, 3>& q, activation act, const std::vector<T>& a,
+                      const std::vector<T>& b, int& forms, int& flagged, int& wrong) {
+  const shape dims{256, 256, 1};
+  const mosaiq::add<T, R> kernel(q[0], q[1], q[2], act);
+  REQUIRE(kernel.valid());
+  std::vector<T> out(65536), expected(65536);
+  ref::add<R, T>(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims),
+                 tensor_view<T>(expected.data(), dims), kernel.params());
+  kernel(tensor_view<const T>(a.data(), dims), tensor_view<const T>(b.data(), dims), tensor_view<T>(out.data(), dims));
+  CAPTURE(q[0].scale);
+  CAPTURE(q[1].scale);
+  CAPTURE(q[2].scale);
+  CAPTURE(q[0].zero_point);
+  CAPTURE(q[1].zero_point);
+  CAPTURE(q[2].zero_point);
+  CAPTURE(static_cast<int>(act));
+  CHECK(out == expected);
+  const mosaiq::detail::eltwise::add_linear* form = kernel.linear_form();
+  if (form == nullptr) return;
+  ++forms;
+  int unflagged_wrong = 0, flags = 0, wrongs = 0;
+  for (std::size_t i = 0; i < 65536; ++i) {
+    const bool flag = form->flagged(a[i], b[i]);
+    const bool right = form->candidate(a[i], b[i], kernel.params().clamp) == expected[i];
+    unflagged_wrong += !flag && !right ? 1 : 0;
+    flags += flag ? 1 : 0;
+    wrongs += right ? 0 : 1;
+  }
+  CHECK(unflagged_wrong == 0);
+  CHECK(flags == form->flagged_pairs);
+  CHECK(wrongs == form->wrong_pairs);
+  CHECK(flags <= mosaiq::detail::eltwise::max_flagged_pairs);
+  flagged += flags;
+  wrong += wrongs;
+}
+
+TEST_CASE_TEMPLATE("add's linear form: every pair against the reference, a grid of quantizations", T, u8, i8) {
+  std::vector<T> a(65536), b(65536);
+  for (int i = 0; i < 65536; ++i) {
+    a[static_cast<std::size_t>(i)] = static_cast<T>(i & 255);
+    b[static_cast<std::size_t>(i)] = static_cast<T>(i >> 8);
+  }
+  std::mt19937 rng(25);
+  std::vector<std::array<quant_params, 3>> grid = add_quantizations<T>(rng);
+  std::uniform_real_distribution<float> ratio(0.3f, 3.0f);
+  mosaiq::test::random_quant<T> random(rng);
+  for (int i = 0; i < 12; ++i) {  // residual-like: the output scale near the inputs'
+    const quant_params qa = random(), qb = random();
+    grid.push_back({qa, qb, quant_params{std::max(qa.scale, qb.scale) * ratio(rng), random().zero_point}});
+  }
+  int forms = 0, flagged = 0, wrong = 0, runs = 0;
+  for (const auto& q : grid)
+    for (const activation act : {activation::none, activation::relu, activation::relu6}) {
+      check_add_linear<T, rounding::tflite_reference>(q, act, a, b, forms, flagged, wrong);
+      check_add_linear<T, rounding::single_round>(q, act, a, b, forms, flagged, wrong);
+      runs += 2;
+    }
+  MESSAGE("linear form in ", forms, " of ", runs, " quantizations; flagged pairs ", flagged, ", wrong candidates ",
+          wrong, " (all flagged) of ", forms * 65536);
+  if constexpr (mosaiq::detail::eltwise::native_path::linear_add) {
+    CHECK(forms * 4 > runs * 3);
+    CHECK(wrong > 0);  // the flagged blocks' tables did run: without them these outputs would differ
+  } else {
+    CHECK(forms == 0);
+  }
+}
+
+TEST_CASE_TEMPLATE("add's linear form: flagged blocks, tails, unaligned and in-place views", T, u8, i8) {
+  // The first random quantization whose linear form has wrong candidates: those pairs are placed in some blocks, the
+  // rest random.
+  std::mt19937 rng(31);
+  mosaiq::test::random_quant<T> random(rng);
+  mosaiq::add<T> kernel;
+  const mosaiq::detail::eltwise::add_linear* form = nullptr;
+  for (int i = 0; i < 400 && (form == nullptr || form->wrong_pairs == 0); ++i) {
+    kernel = mosaiq::add<T>(random(), random(), random(), activation::none);
+    form = kernel.linear_form();
+  }
+  if constexpr (!mosaiq::detail::eltwise::native_path::linear_add) {
+    CHECK(form == nullptr);
+    return;
+  }
+  REQUIRE(form != nullptr);
+  const ref::detail::add_scales scales = ref::detail::decode_add_scales<rounding::tflite_reference>(kernel.params());
+  std::vector<std::array<T, 2>> wrong_pairs;
+  for (int x = element_traits<T>::min; x <= element_traits<T>::max; ++x)
+    for (int y = element_traits<T>::min; y <= element_traits<T>::max; ++y) {
+      const T exact = ref::detail::add_element<rounding::tflite_reference, T>(static_cast<T>(x), static_cast<T>(y),
+                                                                              kernel.params(), scales);
+      if (form->candidate(x, y, kernel.params().clamp) != exact)
+        wrong_pairs.push_back({static_cast<T>(x), static_cast<T>(y)});
+    }
+  MESSAGE("wrong candidates ", wrong_pairs.size(), ", flagged pairs ", form->flagged_pairs, ", shift ", form->shift,
+          ", band ", form->band);
+  REQUIRE(!wrong_pairs.empty());
+  for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{31}, std::size_t{32}, std::size_t{33},
+                              std::size_t{95}, std::size_t{200}, std::size_t{1000}})
+    for (const int misalign : {0, 1, 3}) {
+      std::vector<T> a = mosaiq::test::random_values<T>(rng, n + 8), b = mosaiq::test::random_values<T>(rng, n + 8);
+      for (std::size_t i = 0; i < n; i += 13) {  // a wrong-candidate pair every 13 elements, tails included
+        const auto& pair = wrong_pairs[i % wrong_pairs.size()];
+        a[static_cast<std::size_t>(misalign) + i] = pair[0];
+        b[static_cast<std::size_t>(misalign) + i] = pair[1];
+      }
+      const shape dims{1, static_cast<int>(n), 1};
+      std::vector<T> expected(n + 8, T{5}), out(n + 8, T{5});
+      const tensor_view<const T> va(a.data() + misalign, dims), vb(b.data() + misalign, dims);
+      ref::add<rounding::tflite_reference, T>(va, vb, tensor_view<T>(expected.data() + misalign, dims),
+                                              kernel.params());
+      kernel(va, vb, tensor_view<T>(out.data() + misalign, dims));
+      CAPTURE(n);
+      CAPTURE(misalign);
+      CHECK(out == expected);  // the elements around the run keep their 5 too
+      std::vector<T> in_place = a;
+      kernel(tensor_view<const T>(in_place.data() + misalign, dims), vb,
+             tensor_view<T>(in_place.data() + misalign, dims));
+      CHECK(std::equal(in_place.begin() + misalign, in_place.begin() + misalign + static_cast<std::ptrdiff_t>(n),
+                       expected.begin() + misalign));
+      in_place = b;
+      kernel(va, tensor_view<const T>(in_place.data() + misalign, dims),
+             tensor_view<T>(in_place.data() + misalign, dims));
+      CHECK(std::equal(in_place.begin() + misalign, in_place.begin() + misalign + static_cast<std::ptrdiff_t>(n),
+                       expected.begin() + misalign));
+    }
 }
 
 template <class T>

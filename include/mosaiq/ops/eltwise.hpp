@@ -40,8 +40,12 @@
 // widened to int32 (simd/lanes.hpp), three multiplier steps (simd::<isa>::multiply_by_quantized_multiplier).
 // The table kernels: AVX-512 VBMI looks up byte planes of the tables (rank, level low, level high) with vpermi2b,
 // 64 elements per step, adds the levels as 16-bit words and packs with saturation; AVX-512 without VBMI and AVX2
-// gather the int32 entries (16 / 8 elements per step); aarch64 looks up the byte planes with tbl/tbx. Dense views
-// run as one flat array; strided views pixel by pixel; out may be a or b. Building the tables costs about 0.2 ms.
+// gather the int32 entries (16 / 8 elements per step); aarch64 looks up the byte planes with tbl/tbx. On x86
+// (AVX2, AVX-512) element-wise runs go first through add's linear form (ops/eltwise/add_linear.hpp): t = a A + b B + C
+// in int32 lanes, out = clamp(t >> k), proven at load on all pairs outside a band of t's fraction next to a rounding
+// boundary; a block with a lane in that band runs on the tables. Dense views run as one flat array; strided views
+// pixel by pixel; out may be a or b. Building the tables costs about 0.2 ms; the linear form adds three passes over
+// the 65,536 pairs.
 //
 // concat: an input in the output's quantization is copied (memcpy per pixel, one memcpy when input and output are
 // the same dense tensor, nothing when the input already is its destination slice); any other input is rescaled with
@@ -65,6 +69,7 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/eltwise/add_linear.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
 #include "mosaiq/ops/eltwise/avx2.hpp"
 #include "mosaiq/ops/eltwise/avx512.hpp"
@@ -121,6 +126,8 @@ class add {
   explicit add(const reference::add_params& params) : params_(params) {
     if constexpr (detail::eltwise::native_path::add_tables) {
       auto tables = detail::make_shared<detail::eltwise::add_tables>(detail::eltwise::make_add_tables<R, T>(params_));
+      if constexpr (detail::eltwise::native_path::linear_add)
+        if (tables->exact) tables->linear = detail::eltwise::make_add_linear<R, T>(params_);
       if (tables->exact) tables_ = std::move(tables);
     }
     if constexpr (detail::eltwise::vector_kernels)
@@ -131,6 +138,10 @@ class add {
   bool valid() const noexcept { return params_.valid; }
   /// Whether operator() runs the per-input tables (checked exact at construction) rather than the arithmetic pipeline.
   bool uses_tables() const noexcept { return tables_ != nullptr; }
+  /// The linear form element-wise runs take in front of the tables (add_linear.hpp), or null where there is none.
+  const detail::eltwise::add_linear* linear_form() const noexcept {
+    return tables_ != nullptr && tables_->linear.usable ? &tables_->linear : nullptr;
+  }
   /// The lines held inputs run on (held_lines.hpp; null in scalar builds).
   const detail::eltwise::held_line_sides* held_lines() const noexcept { return lines_.get(); }
   const reference::add_params& params() const noexcept { return params_; }

@@ -9,6 +9,7 @@
 
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/eltwise/add_linear.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/simd/target.hpp"
 
@@ -23,6 +24,8 @@ struct add_tables {
   /// the low byte of second), level2 low, level2 high.
   std::array<std::array<std::uint8_t, 256>, 6> planes{};
   bool exact = false;
+  /// The linear form run in front of the tables where the path has one (add_linear.hpp; else not usable).
+  add_linear linear{};
 };
 
 /// Largest |H| kept in a table entry: H1 + H2 + carry then fits int16 (the VBMI kernel adds 16-bit words).
@@ -36,15 +39,8 @@ add_tables make_add_tables(const reference::add_params& p) {
   const requant_scale out = scales.output;
   if (out.left_shift != 0) return tables;  // make_add_params guarantees shift <= 0; stay general anyway
 
-  // The scaled inputs, exactly as reference::detail::add_element computes them.
-  std::array<std::int32_t, 256> scaled1{}, scaled2{};
-  for (int byte = 0; byte < 256; ++byte) {
-    const auto q = static_cast<std::int32_t>(static_cast<T>(static_cast<std::uint8_t>(byte)));
-    scaled1[static_cast<std::size_t>(byte)] = multiply_by_quantized_multiplier<R>(
-        (p.input1_offset + q) * (1 << reference::add_params::left_shift), scales.input1);
-    scaled2[static_cast<std::size_t>(byte)] = multiply_by_quantized_multiplier<R>(
-        (p.input2_offset + q) * (1 << reference::add_params::left_shift), scales.input2);
-  }
+  const add_scaled_inputs scaled = scale_add_inputs<R, T>(p, scales);
+  const std::array<std::int32_t, 256>&scaled1 = scaled.first, &scaled2 = scaled.second;
   // The output step as floor((s * M + beta) / 2^N): single rounding adds 2^(N-1); TFLite's two roundings fold into
   // one floor whose offset depends on the sign of s (beta_plus for s >= 0, beta_minus below), so try each.
   const std::int64_t multiplier = out.multiplier;

@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/eltwise/add_linear.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
 #include "mosaiq/ops/eltwise/path.hpp"
 #include "mosaiq/reference/eltwise.hpp"
@@ -141,31 +143,45 @@ struct line_block_regs_avx2 {
   __m256i slope[4], offset[4], below[4];
 };
 
-/// 32 elements of one pixel against lines held in registers: (x * slope + (x < split ? below : offset)) >> shift,
-/// narrowed with two saturating packs and one lane permute, clamped as bytes.
-template <bool Split, bool Clamp, quantized_element T>
-[[gnu::always_inline]] inline void line_pixel32_avx2(const T* run, T* out, const line_block_regs_avx2& lines,
-                                                     const line_regs_avx2& k) noexcept {
-  __m256i z[4];
-  for (int j = 0; j < 4; ++j) {
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(run + 8 * j));
-    const __m256i x = element_traits<T>::is_signed ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
-    __m256i o = lines.offset[j];
-    if constexpr (Split) o = _mm256_blendv_epi8(o, lines.below[j], _mm256_cmpgt_epi32(k.split, x));
-    z[j] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_mullo_epi32(x, lines.slope[j]), o), k.shift);
-  }
+/// 8 elements of T widened to int32 lanes by value.
+template <quantized_element T>
+[[gnu::always_inline]] inline __m256i widen8_avx2(const T* p) noexcept {
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return element_traits<T>::is_signed ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
+}
+
+/// 32 int32 lanes (z[0] holding elements 0..7) narrowed to T with two saturating packs and one lane permute, clamped
+/// as bytes (Clamp) and stored.
+template <bool Clamp, quantized_element T>
+[[gnu::always_inline]] inline void store_narrowed32_avx2(T* out, const __m256i (&z)[4], __m256i lo,
+                                                         __m256i hi) noexcept {
   const __m256i words01 = _mm256_packs_epi32(z[0], z[1]), words23 = _mm256_packs_epi32(z[2], z[3]);
   __m256i bytes =
       element_traits<T>::is_signed ? _mm256_packs_epi16(words01, words23) : _mm256_packus_epi16(words01, words23);
   if constexpr (Clamp) {
     if constexpr (element_traits<T>::is_signed)
-      bytes = _mm256_min_epi8(_mm256_max_epi8(bytes, k.lo), k.hi);
+      bytes = _mm256_min_epi8(_mm256_max_epi8(bytes, lo), hi);
     else
-      bytes = _mm256_min_epu8(_mm256_max_epu8(bytes, k.lo), k.hi);
+      bytes = _mm256_min_epu8(_mm256_max_epu8(bytes, lo), hi);
   }
   // The packs interleave 4-element groups across the two 128-bit lanes: put them back in order.
   bytes = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), bytes);
+}
+
+/// 32 elements of one pixel against lines held in registers: (x * slope + (x < split ? below : offset)) >> shift,
+/// narrowed and clamped as bytes.
+template <bool Split, bool Clamp, quantized_element T>
+[[gnu::always_inline]] inline void line_pixel32_avx2(const T* run, T* out, const line_block_regs_avx2& lines,
+                                                     const line_regs_avx2& k) noexcept {
+  __m256i z[4];
+  for (int j = 0; j < 4; ++j) {
+    const __m256i x = widen8_avx2(run + 8 * j);
+    __m256i o = lines.offset[j];
+    if constexpr (Split) o = _mm256_blendv_epi8(o, lines.below[j], _mm256_cmpgt_epi32(k.split, x));
+    z[j] = _mm256_sra_epi32(_mm256_add_epi32(_mm256_mullo_epi32(x, lines.slope[j]), o), k.shift);
+  }
+  store_narrowed32_avx2<Clamp>(out, z, k.lo, k.hi);
 }
 
 /// A row of pixels (pixel p at run + p * run_step, out + p * out_step), channels in blocks of 32: each block's lines
@@ -198,9 +214,63 @@ inline std::size_t line_columns_avx2(const T* run, std::ptrdiff_t run_step, T* o
   return line_columns_avx2<Split, false, T>(run, run_step, out, out_step, pixels, slope, offset, below, n, k);
 }
 
-/// The AVX2 path (without AVX-512): add's tables (ops/eltwise/x86.hpp), MUL's folded output step.
+/// add's linear form (add_linear.hpp) in ymm registers.
+struct add_linear_regs {
+  __m256i a_coef, b_coef, offset, fraction, band, lo, hi;
+  __m128i shift;
+  bool clamps;  ///< false when the clamp is T's whole range: the saturating packs are the clamp
+
+  template <quantized_element T>
+  static add_linear_regs of(const add_linear& l, clamp_range clamp) noexcept {
+    return {_mm256_set1_epi32(l.a_coef),
+            _mm256_set1_epi32(l.b_coef),
+            _mm256_set1_epi32(l.offset),
+            _mm256_set1_epi32((std::int32_t{1} << l.shift) - 1),
+            _mm256_set1_epi32(l.band),
+            _mm256_set1_epi8(static_cast<char>(clamp.min)),
+            _mm256_set1_epi8(static_cast<char>(clamp.max)),
+            _mm_cvtsi32_si128(l.shift),
+            clamp.min != element_traits<T>::min || clamp.max != element_traits<T>::max};
+  }
+};
+
+/// 32 elements on the linear form: t = a A + b B + C with two vpmulld per 8, the smallest fraction (t & (2^k - 1))
+/// of the 32 kept; when it is below the band some lane may be wrong and the whole block runs on the tables
+/// (nothing is written before, so out may be a or b).
+template <bool Clamp, quantized_element T>
+[[gnu::always_inline]] inline void add_linear_block(const T* a, const T* b, T* out, const add_linear_regs& k,
+                                                    const add_table_regs& tables) noexcept {
+  __m256i z[4];
+  __m256i low = k.fraction;
+  for (int j = 0; j < 4; ++j) {
+    const __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(widen8_avx2(a + 8 * j), k.a_coef), k.offset),
+                                       _mm256_mullo_epi32(widen8_avx2(b + 8 * j), k.b_coef));
+    low = _mm256_min_epi32(low, _mm256_and_si256(t, k.fraction));
+    z[j] = _mm256_sra_epi32(t, k.shift);
+  }
+  if (_mm256_movemask_epi8(_mm256_cmpgt_epi32(k.band, low)) != 0) return add_table_span<T>(a, b, out, 32, tables);
+  store_narrowed32_avx2<Clamp>(out, z, k.lo, k.hi);
+}
+
+/// add on the linear form, 32 elements per step, flagged blocks on the tables; a tail below 32 runs through
+/// zero-padded copies.
+template <bool Clamp, quantized_element T>
+inline void add_linear_span(const T* a, const T* b, T* out, std::size_t n, const add_linear_regs& k,
+                            const add_table_regs& tables) noexcept {
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) add_linear_block<Clamp, T>(a + i, b + i, out + i, k, tables);
+  if (i == n) return;
+  T ta[32] = {}, tb[32] = {}, to[32];
+  std::memcpy(ta, a + i, (n - i) * sizeof(T));
+  std::memcpy(tb, b + i, (n - i) * sizeof(T));
+  add_linear_block<Clamp, T>(ta, tb, to, k, tables);
+  std::memcpy(out + i, to, (n - i) * sizeof(T));
+}
+
+/// The AVX2 path (without AVX-512): add's tables (ops/eltwise/x86.hpp) and linear form, MUL's folded output step.
 struct avx2_path : lanes_path {
   static constexpr bool add_tables = true;
+  static constexpr bool linear_add = true;
   using mul_folded = mul_folded_regs;
 };
 

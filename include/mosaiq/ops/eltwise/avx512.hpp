@@ -13,6 +13,7 @@
 
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/eltwise/add_linear.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
 #include "mosaiq/ops/eltwise/path.hpp"
 
@@ -100,6 +101,79 @@ inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const 
 }
 #endif
 
+/// 64 elements (those of mask m) on the tables: one VBMI block, or four gather blocks.
+template <quantized_element T>
+inline void add_table_block64(const T* a, const T* b, T* out, __mmask64 m, const add_table_regs& k) noexcept {
+#if MOSAIQ_TARGET_AVX512_VBMI
+  add_table_block<T>(a, b, out, m, k);
+#else
+  for (int j = 0; j < 4; ++j)
+    add_table_block<T>(a + 16 * j, b + 16 * j, out + 16 * j, static_cast<__mmask16>(m >> (16 * j)), k);
+#endif
+}
+
+/// add's linear form (add_linear.hpp) in zmm registers.
+struct add_linear_regs {
+  __m512i a_coef, b_coef, offset, fraction, band, lo, hi;
+  __m128i shift;
+  bool clamps;  ///< false when the clamp is T's whole range: the saturating packs are the clamp
+
+  template <quantized_element T>
+  static add_linear_regs of(const add_linear& l, clamp_range clamp) noexcept {
+    return {_mm512_set1_epi32(l.a_coef),
+            _mm512_set1_epi32(l.b_coef),
+            _mm512_set1_epi32(l.offset),
+            _mm512_set1_epi32((std::int32_t{1} << l.shift) - 1),
+            _mm512_set1_epi32(l.band),
+            _mm512_set1_epi8(static_cast<char>(clamp.min)),
+            _mm512_set1_epi8(static_cast<char>(clamp.max)),
+            _mm_cvtsi32_si128(l.shift),
+            clamp.min != element_traits<T>::min || clamp.max != element_traits<T>::max};
+  }
+};
+
+/// 64 elements (mask m) on the linear form: t = a A + b B + C with two vpmulld per 16, a lane flagged when t's
+/// fraction is below the band; a block with a flagged lane runs on the tables (nothing written before, so out may be
+/// a or b). Two saturating packs and one dword permute narrow the 64 sums.
+template <bool Clamp, quantized_element T>
+[[gnu::always_inline]] inline void add_linear_block(const T* a, const T* b, T* out, __mmask64 m,
+                                                    const add_linear_regs& k, const add_table_regs& tables) noexcept {
+  __m512i z[4];
+  __mmask16 flagged = 0;
+  for (int j = 0; j < 4; ++j) {
+    const auto mj = static_cast<__mmask16>(m >> (16 * j));
+    const __m128i ba = _mm_maskz_loadu_epi8(mj, a + 16 * j), bb = _mm_maskz_loadu_epi8(mj, b + 16 * j);
+    const __m512i x = element_traits<T>::is_signed ? _mm512_cvtepi8_epi32(ba) : _mm512_cvtepu8_epi32(ba);
+    const __m512i y = element_traits<T>::is_signed ? _mm512_cvtepi8_epi32(bb) : _mm512_cvtepu8_epi32(bb);
+    const __m512i t =
+        _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(x, k.a_coef), k.offset), _mm512_mullo_epi32(y, k.b_coef));
+    flagged |= _mm512_mask_cmplt_epi32_mask(mj, _mm512_and_si512(t, k.fraction), k.band);
+    z[j] = _mm512_sra_epi32(t, k.shift);
+  }
+  if (flagged != 0) return add_table_block64<T>(a, b, out, m, tables);
+  const __m512i words01 = _mm512_packs_epi32(z[0], z[1]), words23 = _mm512_packs_epi32(z[2], z[3]);
+  __m512i bytes =
+      element_traits<T>::is_signed ? _mm512_packs_epi16(words01, words23) : _mm512_packus_epi16(words01, words23);
+  if constexpr (Clamp) {
+    if constexpr (element_traits<T>::is_signed)
+      bytes = _mm512_min_epi8(_mm512_max_epi8(bytes, k.lo), k.hi);
+    else
+      bytes = _mm512_min_epu8(_mm512_max_epu8(bytes, k.lo), k.hi);
+  }
+  // The packs leave 4-element groups lane by lane (group j of lane l at dword 4 l + j): put them back in order.
+  bytes = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), bytes);
+  _mm512_mask_storeu_epi8(out, m, bytes);
+}
+
+/// add on the linear form, 64 elements per step, flagged blocks on the tables.
+template <bool Clamp, quantized_element T>
+inline void add_linear_span(const T* a, const T* b, T* out, std::size_t n, const add_linear_regs& k,
+                            const add_table_regs& tables) noexcept {
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) add_linear_block<Clamp, T>(a + i, b + i, out + i, ~__mmask64{0}, k, tables);
+  if (i < n) add_linear_block<Clamp, T>(a + i, b + i, out + i, (std::uint64_t{1} << (n - i)) - 1, k, tables);
+}
+
 /// Broadcast add on the tables: out = clamp((table[v] + term) >> 8) for a run of one input (table: its own table)
 /// against the other input's entries, one per element (terms) or one for the run (Held); 16 elements per gather.
 template <bool Held, quantized_element T>
@@ -115,9 +189,10 @@ inline void add_table_terms_span(const T* v, const std::int32_t* table, const st
   }
 }
 
-/// The AVX-512 path: add's tables (ops/eltwise/x86.hpp); MUL runs the general lane multiply.
+/// The AVX-512 path: add's tables and linear form (ops/eltwise/x86.hpp); MUL runs the general lane multiply.
 struct avx512_path : lanes_path {
   static constexpr bool add_tables = true;
+  static constexpr bool linear_add = true;
 };
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise

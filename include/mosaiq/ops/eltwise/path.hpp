@@ -21,6 +21,8 @@ struct no_mul_folded {
 struct lanes_path {
   /// Whether add builds per-input tables at load and runs them where they are exact (add_tables_broadcast).
   static constexpr bool add_tables = false;
+  /// Whether add also builds its linear form (add_linear.hpp) at load and runs it in front of the tables.
+  static constexpr bool linear_add = false;
   /// MUL's output step with its two roundings folded into one (used where its `usable`), or no_mul_folded.
   using mul_folded = no_mul_folded;
 };

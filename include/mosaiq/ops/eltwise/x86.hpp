@@ -1,5 +1,6 @@
 // add's table kernels on x86 (AVX2 and AVX-512): element-wise runs and held terms both on the tables, the held
-// terms gathered (add_table_terms_span of ops/eltwise/avx2.hpp, avx512.hpp).
+// terms gathered (add_table_terms_span of ops/eltwise/avx2.hpp, avx512.hpp); element-wise runs take the linear form
+// (add_linear.hpp, add_linear_span of both) first where it is usable.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -26,11 +27,17 @@ struct add_table_kernels : line_source {
   add_table_regs regs;
   clamp_range clamp;
 
-  add_table_kernels(const add_tables& t, clamp_range c, const held_line_sides* held)
-      : line_source{held}, tables(t), regs(t, c), clamp(c) {}
+  add_linear_regs linear;  ///< used where tables.linear is usable
 
+  add_table_kernels(const add_tables& t, clamp_range c, const held_line_sides* held)
+      : line_source{held}, tables(t), regs(t, c), clamp(c), linear(add_linear_regs::of<T>(t.linear, c)) {}
+
+  void pair(const T* a, const T* b, T* out, std::size_t n) const {
+    if (!tables.linear.usable) return add_table_span<T>(a, b, out, n, regs);
+    if (linear.clamps) return add_linear_span<true, T>(a, b, out, n, linear, regs);
+    add_linear_span<false, T>(a, b, out, n, linear, regs);
+  }
   const std::int32_t* table(input side) const { return side == input::a ? tables.first.data() : tables.second.data(); }
-  void pair(const T* a, const T* b, T* out, std::size_t n) const { add_table_span<T>(a, b, out, n, regs); }
   std::int32_t term(input side, T v) const { return table(side)[static_cast<std::uint8_t>(v)]; }
   void with_terms(input side, const T* v, const std::int32_t* terms, T* out, std::size_t n) const {
     add_table_terms_span<false, T>(v, table(side), terms, 0, out, n, clamp);
