@@ -1,5 +1,6 @@
-// The AVX2 (without AVX-512) kernels of ops/eltwise.hpp: MUL's folded requantization, add's table lookups with dword
-// gathers (element-wise and held terms), and the held lines (held_lines.hpp) 32 elements per step; avx2_path says so.
+// The AVX2 (without AVX-512) kernels of ops/eltwise.hpp: MUL's folded requantization (element-wise on 16-bit
+// products, 32 per step), add's table lookups with dword gathers (element-wise and held terms), and the held lines
+// (held_lines.hpp) 32 elements per step; avx2_path says so.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/quant.hpp"
@@ -22,57 +24,102 @@
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
 
-/// MUL's requantization with its two roundings folded into one floor (AVX2, exact). With P = (product << left) * M:
-/// SaturatingRoundingDoublingHighMul is Q = floor((P + 2^30) / 2^31) (M is never INT32_MIN, so it never saturates),
-/// and RoundingDivideByPOT(Q, e) = floor((Q + 2^(e-1) - [Q < 0]) / 2^e) = floor(Q' / 2^e) with
-/// Q' = floor((P + 2^30 + 2^(30+e)) / 2^31) - [Q < 0]. Q < 0 exactly when P < -2^30; the correction is applied for
-/// every negative product instead (M is 0 or in [2^30, 2^31)), which differs only where P + 2^30 is in [0, 2^30):
-/// there Q' is 2^(e-1) or 2^(e-1) - 1, both 0 after the shift by e >= 1. Single rounding with shift <= 0 is floor((P +
-/// 2^(n-1)) / 2^n), n = 31 - shift >= 31: the same steps without the correction. Bits 31..62 of the 64-bit sums hold Q'
-/// (|P| < 2^62), so one pair of 32x32->64 multiplies and three shifts replace the general lane multiply.
+/// MUL's requantization with its two roundings folded into one floor (mul_fold, path.hpp: the proof) on 8 lanes.
 struct mul_folded_regs {
   __m256i multiplier, beta, threshold, output_offset, clamp_min, clamp_max;
   __m128i left_shift, right_shift;
+  mul_fold fold;
   bool usable = false;
 
   template <rounding R>
   static mul_folded_regs of(const reference::mul_params& p) noexcept {
-    const quantized_multiplier q = p.output_multiplier;
     mul_folded_regs k{};
-    const int left = q.shift > 0 ? q.shift : 0, right = q.shift < 0 ? -q.shift : 0;
-    std::int64_t beta = std::int64_t{1} << 30;
-    std::int32_t threshold = INT32_MIN;  // no lane is below it: no correction
-    if constexpr (R == rounding::tflite_reference) {
-      if (right > 0) {
-        beta += std::int64_t{1} << (30 + right);
-        threshold = 0;
-      }
-    } else {
-      if (q.shift > 0) return k;  // n < 31: the general lane multiply
-      beta = std::int64_t{1} << (30 + right);
-    }
-    k.multiplier = _mm256_set1_epi32(q.multiplier);
-    k.beta = _mm256_set1_epi64x(beta);
-    k.threshold = _mm256_set1_epi32(threshold);
+    k.fold = mul_fold::of<R>(p);
+    if (!k.fold.usable) return k;
+    k.multiplier = _mm256_set1_epi32(k.fold.multiplier);
+    k.beta = _mm256_set1_epi64x(k.fold.beta);
+    k.threshold = _mm256_set1_epi32(k.fold.threshold);
     k.output_offset = _mm256_set1_epi32(p.output_offset);
     k.clamp_min = _mm256_set1_epi32(p.clamp.min);
     k.clamp_max = _mm256_set1_epi32(p.clamp.max);
-    k.left_shift = _mm_cvtsi32_si128(left);
-    k.right_shift = _mm_cvtsi32_si128(right);
+    k.left_shift = _mm_cvtsi32_si128(k.fold.left);
+    k.right_shift = _mm_cvtsi32_si128(k.fold.right);
     k.usable = true;
     return k;
   }
 
-  [[gnu::always_inline]] __m256i operator()(__m256i product) const noexcept {
-    const __m256i shifted = _mm256_sll_epi32(product, left_shift);
+  /// MultiplyByQuantizedMultiplier of 8 products (Shift: shifted left first; false where fold.narrow()).
+  template <bool Shift>
+  [[gnu::always_inline]] __m256i scaled(__m256i product) const noexcept {
+    const __m256i shifted = Shift ? _mm256_sll_epi32(product, left_shift) : product;
     const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(shifted, multiplier), beta);
     const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(shifted, 32), multiplier), beta);
     __m256i q = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0b10101010);
     q = _mm256_add_epi32(q, _mm256_cmpgt_epi32(threshold, shifted));  // - [Q < 0]
-    q = _mm256_add_epi32(_mm256_sra_epi32(q, right_shift), output_offset);
+    return _mm256_sra_epi32(q, right_shift);
+  }
+
+  [[gnu::always_inline]] __m256i operator()(__m256i product) const noexcept {
+    const __m256i q = _mm256_add_epi32(scaled<true>(product), output_offset);
     return _mm256_min_epi32(_mm256_max_epi32(q, clamp_min), clamp_max);
   }
+
+  /// Element-wise MUL where fold.narrow() (mul_words_span).
+  template <quantized_element T>
+  void span(const T* a, const T* b, T* out, std::size_t n, const reference::mul_params& p) const noexcept;
 };
+
+/// Element-wise MUL on 32 elements per step where fold.narrow(): the offset inputs as 16-bit words (i8 biased to u8
+/// by flipping the sign bit, the offsets shifted to match), their products as the low and high halves of vpmullw /
+/// vpmulhw interleaved into dwords, the folded multiply, then saturating packs (which undo the interleaving within each
+/// 128-bit lane), the output zero point added as saturated words and the activation clamp on bytes. A tail below 32
+/// runs through zero-padded copies.
+template <quantized_element T>
+inline void mul_words_span(const T* a, const T* b, T* out, std::size_t n, const reference::mul_params& p,
+                           const mul_folded_regs& k) noexcept {
+  constexpr bool is_signed = element_traits<T>::is_signed;
+  const int bias = is_signed ? -128 : 0;
+  const __m256i offset1 = _mm256_set1_epi16(static_cast<short>(p.input1_offset + bias));
+  const __m256i offset2 = _mm256_set1_epi16(static_cast<short>(p.input2_offset + bias));
+  const __m256i zero_point = _mm256_set1_epi16(static_cast<short>(p.output_offset));
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(is_signed ? 0x80 : 0));
+  const __m256i lo = _mm256_set1_epi8(static_cast<char>(p.clamp.min)),
+                hi = _mm256_set1_epi8(static_cast<char>(p.clamp.max));
+  const auto block = [&](const T* va, const T* vb, T* vo) {
+    const __m256i ba = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(va)), flip);
+    const __m256i bb = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vb)), flip);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i words[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i x = _mm256_add_epi16(h ? _mm256_unpackhi_epi8(ba, zero) : _mm256_unpacklo_epi8(ba, zero), offset1);
+      const __m256i y = _mm256_add_epi16(h ? _mm256_unpackhi_epi8(bb, zero) : _mm256_unpacklo_epi8(bb, zero), offset2);
+      const __m256i low = _mm256_mullo_epi16(x, y), high = _mm256_mulhi_epi16(x, y);
+      const __m256i q0 = k.scaled<false>(_mm256_unpacklo_epi16(low, high));
+      const __m256i q1 = k.scaled<false>(_mm256_unpackhi_epi16(low, high));
+      words[h] = _mm256_adds_epi16(_mm256_packs_epi32(q0, q1), zero_point);
+    }
+    __m256i bytes;
+    if constexpr (is_signed)
+      bytes = _mm256_min_epi8(_mm256_max_epi8(_mm256_packs_epi16(words[0], words[1]), lo), hi);
+    else
+      bytes = _mm256_min_epu8(_mm256_max_epu8(_mm256_packus_epi16(words[0], words[1]), lo), hi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(vo), bytes);
+  };
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) block(a + i, b + i, out + i);
+  if (i == n) return;
+  T ta[32] = {}, tb[32] = {}, to[32];
+  std::memcpy(ta, a + i, (n - i) * sizeof(T));
+  std::memcpy(tb, b + i, (n - i) * sizeof(T));
+  block(ta, tb, to);
+  std::memcpy(out + i, to, (n - i) * sizeof(T));
+}
+
+template <quantized_element T>
+void mul_folded_regs::span(const T* a, const T* b, T* out, std::size_t n,
+                           const reference::mul_params& p) const noexcept {
+  mul_words_span<T>(a, b, out, n, p, *this);
+}
 
 /// The table add on 8 elements per step with two dword gathers; a tail below 8 runs the same formula in scalar code.
 struct add_table_regs {

@@ -392,7 +392,8 @@ struct add_pipeline_kernels : line_source {
 };
 
 /// mul's pipeline as binary_kernels; a term is an input's offset value. The output step is the path's folded one
-/// where it has one and it applies (Path::mul_folded: AVX2), else the general lane multiply.
+/// where it has one and it applies (Path::mul_folded: AVX2, AVX-512), else the general lane multiply; element-wise
+/// runs use the path's own span on 16-bit products where the product is not shifted (mul_fold::narrow).
 template <class Path, rounding R, quantized_element T>
 struct mul_kernels : line_source {
   const reference::mul_params& params;
@@ -412,6 +413,8 @@ struct mul_kernels : line_source {
   lanes::reg offset(input side) const { return side == input::a ? regs.offset1 : regs.offset2; }
 
   void pair(const T* a, const T* b, T* out, std::size_t n) const {
+    if constexpr (folds_mul<Path>)
+      if (folded.fold.narrow()) return folded.template span<T>(a, b, out, n, params);
     with_output([&](const auto& output) { mul_span<T>(a, b, out, n, regs.offset1, regs.offset2, output); });
   }
   std::int32_t term(input side, T v) const {
