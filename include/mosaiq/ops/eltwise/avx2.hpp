@@ -12,114 +12,41 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
+#include "mosaiq/ops/eltwise/mul_words.hpp"
 #include "mosaiq/ops/eltwise/path.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/simd/x86.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
 
-/// MUL's requantization with its two roundings folded into one floor (mul_fold, path.hpp: the proof) on 8 lanes.
-struct mul_folded_regs {
-  __m256i multiplier, beta, threshold, output_offset, clamp_min, clamp_max;
-  __m128i left_shift, right_shift;
-  mul_fold fold;
-  bool usable = false;
-
-  template <rounding R>
-  static mul_folded_regs of(const reference::mul_params& p) noexcept {
-    mul_folded_regs k{};
-    k.fold = mul_fold::of<R>(p);
-    if (!k.fold.usable) return k;
-    k.multiplier = _mm256_set1_epi32(k.fold.multiplier);
-    k.beta = _mm256_set1_epi64x(k.fold.beta);
-    k.threshold = _mm256_set1_epi32(k.fold.threshold);
-    k.output_offset = _mm256_set1_epi32(p.output_offset);
-    k.clamp_min = _mm256_set1_epi32(p.clamp.min);
-    k.clamp_max = _mm256_set1_epi32(p.clamp.max);
-    k.left_shift = _mm_cvtsi32_si128(k.fold.left);
-    k.right_shift = _mm_cvtsi32_si128(k.fold.right);
-    k.usable = true;
-    return k;
+/// The 256-bit instructions of MUL's folded kernels (ops/eltwise/mul_words.hpp).
+struct ymm_ops {
+  using vec = __m256i;
+  static constexpr std::size_t bytes = 32;
+  static vec mul_even(vec a, vec b) noexcept { return _mm256_mul_epi32(a, b); }
+  /// The even dwords of even, the odd ones of odd.
+  static vec odd_dwords(vec even, vec odd) noexcept { return _mm256_blend_epi32(even, odd, 0b10101010); }
+  static vec mulhi16(vec a, vec b) noexcept { return _mm256_mulhi_epi16(a, b); }
+  static vec adds16(vec a, vec b) noexcept { return _mm256_adds_epi16(a, b); }
+  static vec packs32(vec a, vec b) noexcept { return _mm256_packs_epi32(a, b); }
+  /// Bytes 0-7 (h = 0) or 8-15 (h = 1) of each 128-bit lane as words.
+  static vec widen_bytes(vec v, int h) noexcept {
+    return h ? _mm256_unpackhi_epi8(v, _mm256_setzero_si256()) : _mm256_unpacklo_epi8(v, _mm256_setzero_si256());
   }
-
-  /// MultiplyByQuantizedMultiplier of 8 products (Shift: shifted left first; false where fold.narrow()).
-  template <bool Shift>
-  [[gnu::always_inline]] __m256i scaled(__m256i product) const noexcept {
-    const __m256i shifted = Shift ? _mm256_sll_epi32(product, left_shift) : product;
-    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(shifted, multiplier), beta);
-    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(shifted, 32), multiplier), beta);
-    __m256i q = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0b10101010);
-    q = _mm256_add_epi32(q, _mm256_cmpgt_epi32(threshold, shifted));  // - [Q < 0]
-    return _mm256_sra_epi32(q, right_shift);
+  /// Words 0-3 (h = 0) or 4-7 (h = 1) of each 128-bit lane of low and high as dwords (low | high << 16).
+  static vec interleave_words(vec low, vec high, int h) noexcept {
+    return h ? _mm256_unpackhi_epi16(low, high) : _mm256_unpacklo_epi16(low, high);
   }
-
-  [[gnu::always_inline]] __m256i operator()(__m256i product) const noexcept {
-    const __m256i q = _mm256_add_epi32(scaled<true>(product), output_offset);
-    return _mm256_min_epi32(_mm256_max_epi32(q, clamp_min), clamp_max);
+  template <bool Signed>
+  static vec pack16(vec a, vec b) noexcept {
+    return Signed ? _mm256_packs_epi16(a, b) : _mm256_packus_epi16(a, b);
   }
-
-  /// Element-wise MUL where fold.narrow() (mul_words_span).
-  template <quantized_element T>
-  void span(const T* a, const T* b, T* out, std::size_t n, const reference::mul_params& p) const noexcept;
 };
-
-/// Element-wise MUL on 32 elements per step where fold.narrow(): the offset inputs as 16-bit words (i8 biased to u8
-/// by flipping the sign bit, the offsets shifted to match), their products as the low and high halves of vpmullw /
-/// vpmulhw interleaved into dwords, the folded multiply, then saturating packs (which undo the interleaving within each
-/// 128-bit lane), the output zero point added as saturated words and the activation clamp on bytes. A tail below 32
-/// runs through zero-padded copies.
-template <quantized_element T>
-inline void mul_words_span(const T* a, const T* b, T* out, std::size_t n, const reference::mul_params& p,
-                           const mul_folded_regs& k) noexcept {
-  constexpr bool is_signed = element_traits<T>::is_signed;
-  const int bias = is_signed ? -128 : 0;
-  const __m256i offset1 = _mm256_set1_epi16(static_cast<short>(p.input1_offset + bias));
-  const __m256i offset2 = _mm256_set1_epi16(static_cast<short>(p.input2_offset + bias));
-  const __m256i zero_point = _mm256_set1_epi16(static_cast<short>(p.output_offset));
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(is_signed ? 0x80 : 0));
-  const __m256i lo = _mm256_set1_epi8(static_cast<char>(p.clamp.min)),
-                hi = _mm256_set1_epi8(static_cast<char>(p.clamp.max));
-  const auto block = [&](const T* va, const T* vb, T* vo) {
-    const __m256i ba = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(va)), flip);
-    const __m256i bb = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vb)), flip);
-    const __m256i zero = _mm256_setzero_si256();
-    __m256i words[2];
-    for (int h = 0; h < 2; ++h) {
-      const __m256i x = _mm256_add_epi16(h ? _mm256_unpackhi_epi8(ba, zero) : _mm256_unpacklo_epi8(ba, zero), offset1);
-      const __m256i y = _mm256_add_epi16(h ? _mm256_unpackhi_epi8(bb, zero) : _mm256_unpacklo_epi8(bb, zero), offset2);
-      const __m256i low = _mm256_mullo_epi16(x, y), high = _mm256_mulhi_epi16(x, y);
-      const __m256i q0 = k.scaled<false>(_mm256_unpacklo_epi16(low, high));
-      const __m256i q1 = k.scaled<false>(_mm256_unpackhi_epi16(low, high));
-      words[h] = _mm256_adds_epi16(_mm256_packs_epi32(q0, q1), zero_point);
-    }
-    __m256i bytes;
-    if constexpr (is_signed)
-      bytes = _mm256_min_epi8(_mm256_max_epi8(_mm256_packs_epi16(words[0], words[1]), lo), hi);
-    else
-      bytes = _mm256_min_epu8(_mm256_max_epu8(_mm256_packus_epi16(words[0], words[1]), lo), hi);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(vo), bytes);
-  };
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) block(a + i, b + i, out + i);
-  if (i == n) return;
-  T ta[32] = {}, tb[32] = {}, to[32];
-  std::memcpy(ta, a + i, (n - i) * sizeof(T));
-  std::memcpy(tb, b + i, (n - i) * sizeof(T));
-  block(ta, tb, to);
-  std::memcpy(out + i, to, (n - i) * sizeof(T));
-}
-
-template <quantized_element T>
-void mul_folded_regs::span(const T* a, const T* b, T* out, std::size_t n,
-                           const reference::mul_params& p) const noexcept {
-  mul_words_span<T>(a, b, out, n, p, *this);
-}
 
 /// The table add on 8 elements per step with two dword gathers; a tail below 8 runs the same formula in scalar code.
 struct add_table_regs {
@@ -248,7 +175,7 @@ inline std::size_t line_columns_avx2(const T* run, std::ptrdiff_t run_step, T* o
 /// The AVX2 path (without AVX-512): add's tables (ops/eltwise/x86.hpp), MUL's folded output step.
 struct avx2_path : lanes_path {
   static constexpr bool add_tables = true;
-  using mul_folded = mul_folded_regs;
+  using mul_folded = mul_folded_regs<ymm_ops>;
 };
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise

@@ -15,8 +15,8 @@
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
+#include "mosaiq/ops/eltwise/mul_words.hpp"
 #include "mosaiq/ops/eltwise/path.hpp"
-#include "mosaiq/reference/eltwise.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
 
@@ -117,100 +117,32 @@ inline void add_table_terms_span(const T* v, const std::int32_t* table, const st
   }
 }
 
-/// MUL's requantization with its two roundings folded into one floor (mul_fold, path.hpp: the proof) on 16 lanes.
-struct mul_folded_regs {
-  __m512i multiplier, beta, threshold, output_offset, clamp_min, clamp_max;
-  __m128i left_shift, right_shift;
-  mul_fold fold;
-  bool usable = false;
-
-  template <rounding R>
-  static mul_folded_regs of(const reference::mul_params& p) noexcept {
-    mul_folded_regs k{};
-    k.fold = mul_fold::of<R>(p);
-    if (!k.fold.usable) return k;
-    k.multiplier = _mm512_set1_epi32(k.fold.multiplier);
-    k.beta = _mm512_set1_epi64(k.fold.beta);
-    k.threshold = _mm512_set1_epi32(k.fold.threshold);
-    k.output_offset = _mm512_set1_epi32(p.output_offset);
-    k.clamp_min = _mm512_set1_epi32(p.clamp.min);
-    k.clamp_max = _mm512_set1_epi32(p.clamp.max);
-    k.left_shift = _mm_cvtsi32_si128(k.fold.left);
-    k.right_shift = _mm_cvtsi32_si128(k.fold.right);
-    k.usable = true;
-    return k;
+/// The 512-bit instructions of MUL's folded kernels (ops/eltwise/mul_words.hpp; see ymm_ops in avx2.hpp).
+struct zmm_ops {
+  using vec = __m512i;
+  static constexpr std::size_t bytes = 64;
+  static vec mul_even(vec a, vec b) noexcept { return _mm512_mul_epi32(a, b); }
+  /// The even dwords of even, the odd ones of odd.
+  static vec odd_dwords(vec even, vec odd) noexcept { return _mm512_mask_blend_epi32(0xaaaa, even, odd); }
+  static vec mulhi16(vec a, vec b) noexcept { return _mm512_mulhi_epi16(a, b); }
+  static vec adds16(vec a, vec b) noexcept { return _mm512_adds_epi16(a, b); }
+  static vec packs32(vec a, vec b) noexcept { return _mm512_packs_epi32(a, b); }
+  static vec widen_bytes(vec v, int h) noexcept {
+    return h ? _mm512_unpackhi_epi8(v, _mm512_setzero_si512()) : _mm512_unpacklo_epi8(v, _mm512_setzero_si512());
   }
-
-  /// MultiplyByQuantizedMultiplier of 16 products (Shift: shifted left first; false where fold.narrow()).
-  template <bool Shift>
-  [[gnu::always_inline]] __m512i scaled(__m512i product) const noexcept {
-    const __m512i shifted = Shift ? _mm512_sll_epi32(product, left_shift) : product;
-    const __m512i even = _mm512_add_epi64(_mm512_mul_epi32(shifted, multiplier), beta);
-    const __m512i odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(shifted, 32), multiplier), beta);
-    __m512i q = _mm512_mask_blend_epi32(0xaaaa, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
-    q = _mm512_mask_sub_epi32(q, _mm512_cmpgt_epi32_mask(threshold, shifted), q, _mm512_set1_epi32(1));  // - [Q < 0]
-    return _mm512_sra_epi32(q, right_shift);
+  static vec interleave_words(vec low, vec high, int h) noexcept {
+    return h ? _mm512_unpackhi_epi16(low, high) : _mm512_unpacklo_epi16(low, high);
   }
-
-  [[gnu::always_inline]] __m512i operator()(__m512i product) const noexcept {
-    const __m512i q = _mm512_add_epi32(scaled<true>(product), output_offset);
-    return _mm512_min_epi32(_mm512_max_epi32(q, clamp_min), clamp_max);
+  template <bool Signed>
+  static vec pack16(vec a, vec b) noexcept {
+    return Signed ? _mm512_packs_epi16(a, b) : _mm512_packus_epi16(a, b);
   }
-
-  /// Element-wise MUL where fold.narrow() (mul_words_span).
-  template <quantized_element T>
-  void span(const T* a, const T* b, T* out, std::size_t n, const reference::mul_params& p) const noexcept;
 };
-
-/// Element-wise MUL on 64 elements per step where fold.narrow(), as the AVX2 mul_words_span: 16-bit offset inputs,
-/// vpmullw / vpmulhw halves interleaved into dword products, the folded multiply, saturating packs (undoing the
-/// interleaving within each 128-bit lane), the zero point as saturated words, the clamp on bytes; the tail masked.
-template <quantized_element T>
-inline void mul_words_span(const T* a, const T* b, T* out, std::size_t n, const reference::mul_params& p,
-                           const mul_folded_regs& k) noexcept {
-  constexpr bool is_signed = element_traits<T>::is_signed;
-  const int bias = is_signed ? -128 : 0;
-  const __m512i offset1 = _mm512_set1_epi16(static_cast<short>(p.input1_offset + bias));
-  const __m512i offset2 = _mm512_set1_epi16(static_cast<short>(p.input2_offset + bias));
-  const __m512i zero_point = _mm512_set1_epi16(static_cast<short>(p.output_offset));
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(is_signed ? 0x80 : 0));
-  const __m512i lo = _mm512_set1_epi8(static_cast<char>(p.clamp.min)),
-                hi = _mm512_set1_epi8(static_cast<char>(p.clamp.max));
-  const auto block = [&](const T* va, const T* vb, T* vo, __mmask64 m) {
-    const __m512i ba = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, va), flip);
-    const __m512i bb = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, vb), flip);
-    const __m512i zero = _mm512_setzero_si512();
-    __m512i words[2];
-    for (int h = 0; h < 2; ++h) {
-      const __m512i x = _mm512_add_epi16(h ? _mm512_unpackhi_epi8(ba, zero) : _mm512_unpacklo_epi8(ba, zero), offset1);
-      const __m512i y = _mm512_add_epi16(h ? _mm512_unpackhi_epi8(bb, zero) : _mm512_unpacklo_epi8(bb, zero), offset2);
-      const __m512i low = _mm512_mullo_epi16(x, y), high = _mm512_mulhi_epi16(x, y);
-      const __m512i q0 = k.scaled<false>(_mm512_unpacklo_epi16(low, high));
-      const __m512i q1 = k.scaled<false>(_mm512_unpackhi_epi16(low, high));
-      words[h] = _mm512_adds_epi16(_mm512_packs_epi32(q0, q1), zero_point);
-    }
-    __m512i bytes;
-    if constexpr (is_signed)
-      bytes = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(words[0], words[1]), lo), hi);
-    else
-      bytes = _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(words[0], words[1]), lo), hi);
-    _mm512_mask_storeu_epi8(vo, m, bytes);
-  };
-  std::size_t i = 0;
-  for (; i + 64 <= n; i += 64) block(a + i, b + i, out + i, ~__mmask64{0});
-  if (i < n) block(a + i, b + i, out + i, (std::uint64_t{1} << (n - i)) - 1);
-}
-
-template <quantized_element T>
-void mul_folded_regs::span(const T* a, const T* b, T* out, std::size_t n,
-                           const reference::mul_params& p) const noexcept {
-  mul_words_span<T>(a, b, out, n, p, *this);
-}
 
 /// The AVX-512 path: add's tables (ops/eltwise/x86.hpp), MUL's folded output step.
 struct avx512_path : lanes_path {
   static constexpr bool add_tables = true;
-  using mul_folded = mul_folded_regs;
+  using mul_folded = mul_folded_regs<zmm_ops>;
 };
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
