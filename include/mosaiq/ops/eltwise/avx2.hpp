@@ -31,6 +31,10 @@ struct ymm_ops {
   static vec mul_even(vec a, vec b) noexcept { return _mm256_mul_epi32(a, b); }
   /// The even dwords of even, the odd ones of odd.
   static vec odd_dwords(vec even, vec odd) noexcept { return _mm256_blend_epi32(even, odd, 0b10101010); }
+  /// The odd (high) dwords of even and of odd, in place of the even and the odd dwords.
+  static vec high_dwords(vec even, vec odd) noexcept {
+    return _mm256_blend_epi32(_mm256_shuffle_epi32(even, _MM_SHUFFLE(3, 3, 1, 1)), odd, 0b10101010);
+  }
   static vec mulhi16(vec a, vec b) noexcept { return _mm256_mulhi_epi16(a, b); }
   static vec adds16(vec a, vec b) noexcept { return _mm256_adds_epi16(a, b); }
   static vec packs32(vec a, vec b) noexcept { return _mm256_packs_epi32(a, b); }

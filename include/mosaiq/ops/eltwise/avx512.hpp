@@ -124,6 +124,10 @@ struct zmm_ops {
   static vec mul_even(vec a, vec b) noexcept { return _mm512_mul_epi32(a, b); }
   /// The even dwords of even, the odd ones of odd.
   static vec odd_dwords(vec even, vec odd) noexcept { return _mm512_mask_blend_epi32(0xaaaa, even, odd); }
+  /// The odd (high) dwords of even and of odd, in place of the even and the odd dwords.
+  static vec high_dwords(vec even, vec odd) noexcept {
+    return _mm512_mask_shuffle_epi32(odd, 0x5555, even, _MM_PERM_DDBB);
+  }
   static vec mulhi16(vec a, vec b) noexcept { return _mm512_mulhi_epi16(a, b); }
   static vec adds16(vec a, vec b) noexcept { return _mm512_adds_epi16(a, b); }
   static vec packs32(vec a, vec b) noexcept { return _mm512_packs_epi32(a, b); }

@@ -57,18 +57,25 @@ struct mul_folded_regs {
   }
 
   /// MultiplyByQuantizedMultiplier of the products (Shift: shifted left first; false where fold.narrow()): Q' from
-  /// bits 31..62 of the 64-bit sums (even lanes shifted down, odd lanes up), minus 1 below the threshold (Correct:
+  /// bits 31..62 of the 64-bit sums (even lanes shifted down, odd lanes up; Doubled: the products come doubled, so the
+  /// sums 2 (P + beta) hold Q' in their high dwords, gathered by one shuffle), minus 1 below the threshold (Correct:
   /// correction::threshold compares; correction::negative where the threshold is known to be 0; correction::none
   /// where it is known to be INT32_MIN), shifted right by e.
-  template <bool Shift, correction Correct>
+  template <bool Shift, correction Correct, bool Doubled = false>
   [[gnu::always_inline]] i32 scaled(i32 product) const noexcept {
+    static_assert(!(Shift && Doubled), "a doubled product is not shifted");
     const i32 shifted = Shift ? product << fold.left : product;
     const V m = reinterpret_cast<V>(multiplier);
-    const i64 even = reinterpret_cast<i64>(Ops::mul_even(reinterpret_cast<V>(shifted), m)) + beta;
+    const i64 b = Doubled ? beta + beta : beta;
+    const i64 even = reinterpret_cast<i64>(Ops::mul_even(reinterpret_cast<V>(shifted), m)) + b;
     const i64 odd =
-        reinterpret_cast<i64>(Ops::mul_even(reinterpret_cast<V>(reinterpret_cast<u64>(shifted) >> 32), m)) + beta;
-    i32 q = reinterpret_cast<i32>(
-        Ops::odd_dwords(reinterpret_cast<V>(reinterpret_cast<u64>(even) >> 31), reinterpret_cast<V>(odd << 1)));
+        reinterpret_cast<i64>(Ops::mul_even(reinterpret_cast<V>(reinterpret_cast<u64>(shifted) >> 32), m)) + b;
+    i32 q;
+    if constexpr (Doubled)
+      q = reinterpret_cast<i32>(Ops::high_dwords(reinterpret_cast<V>(even), reinterpret_cast<V>(odd)));
+    else
+      q = reinterpret_cast<i32>(
+          Ops::odd_dwords(reinterpret_cast<V>(reinterpret_cast<u64>(even) >> 31), reinterpret_cast<V>(odd << 1)));
     if constexpr (Correct == correction::negative) q += shifted >> 31;         // - [Q < 0]
     if constexpr (Correct == correction::threshold) q += shifted < threshold;  // a true comparison is -1
     return q >> fold.right;
@@ -89,9 +96,10 @@ struct mul_folded_regs {
 /// u8 by flipping the sign bit, the offsets shifted to match), their products as the low and high halves of vpmullw
 /// / vpmulhw interleaved into dwords, the folded multiply, then saturating packs (which undo the interleaving within
 /// each 128-bit lane), the output zero point added as saturated words (every result is at most 65,025 in magnitude,
-/// so the saturations clamp as the reference's int32 add and clamp do) and the activation clamp on bytes. A tail runs
-/// through zero-padded copies.
-template <class Ops, correction Correct, quantized_element T>
+/// so the saturations clamp as the reference's int32 add and clamp do) and the activation clamp on bytes (Clamp: the
+/// packs saturate to T's range, so only a narrower range needs it). One input's words are doubled for
+/// scaled<..., Doubled> (|2 (a - zp_a)| <= 510). A tail runs through zero-padded copies.
+template <class Ops, correction Correct, bool Clamp, quantized_element T>
 inline void mul_words_span(const T* a, const T* b, T* out, std::size_t n, const reference::mul_params& p,
                            const mul_folded_regs<Ops> k) noexcept {
   using V = typename Ops::vec;
@@ -114,17 +122,22 @@ inline void mul_words_span(const T* a, const T* b, T* out, std::size_t n, const 
     bb ^= flip;
     V words[2];
     for (int h = 0; h < 2; ++h) {
-      const i16 x = reinterpret_cast<i16>(Ops::widen_bytes(ba, h)) + offset1;
+      i16 x = reinterpret_cast<i16>(Ops::widen_bytes(ba, h)) + offset1;
+      x += x;
       const i16 y = reinterpret_cast<i16>(Ops::widen_bytes(bb, h)) + offset2;
       const V low = reinterpret_cast<V>(x * y), high = Ops::mulhi16(reinterpret_cast<V>(x), reinterpret_cast<V>(y));
-      const i32 q0 = k.template scaled<false, Correct>(reinterpret_cast<i32>(Ops::interleave_words(low, high, 0)));
-      const i32 q1 = k.template scaled<false, Correct>(reinterpret_cast<i32>(Ops::interleave_words(low, high, 1)));
+      const i32 q0 =
+          k.template scaled<false, Correct, true>(reinterpret_cast<i32>(Ops::interleave_words(low, high, 0)));
+      const i32 q1 =
+          k.template scaled<false, Correct, true>(reinterpret_cast<i32>(Ops::interleave_words(low, high, 1)));
       words[h] =
           Ops::adds16(Ops::packs32(reinterpret_cast<V>(q0), reinterpret_cast<V>(q1)), reinterpret_cast<V>(zero_point));
     }
     bytes r = reinterpret_cast<bytes>(Ops::template pack16<is_signed>(words[0], words[1]));
-    r = r < lo ? lo : r;
-    r = r > hi ? hi : r;
+    if constexpr (Clamp) {
+      r = r < lo ? lo : r;
+      r = r > hi ? hi : r;
+    }
     std::memcpy(vo, &r, step);
   };
   std::size_t i = 0;
@@ -141,10 +154,16 @@ template <class Ops>
 template <quantized_element T>
 void mul_folded_regs<Ops>::span(const T* a, const T* b, T* out, std::size_t n,
                                 const reference::mul_params& p) const noexcept {
+  const auto run = [&]<correction Correct>() {
+    if (p.clamp.min != element_traits<T>::min || p.clamp.max != element_traits<T>::max)
+      mul_words_span<Ops, Correct, true, T>(a, b, out, n, p, *this);
+    else
+      mul_words_span<Ops, Correct, false, T>(a, b, out, n, p, *this);
+  };
   if (fold.threshold == 0)
-    mul_words_span<Ops, correction::negative, T>(a, b, out, n, p, *this);
+    run.template operator()<correction::negative>();
   else
-    mul_words_span<Ops, correction::none, T>(a, b, out, n, p, *this);
+    run.template operator()<correction::none>();
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise

@@ -1,7 +1,8 @@
 // Element-wise ops, the vector path of every SIMD target: add's pipeline, mul and concat's rescale on the lanes of
 // simd/lanes.hpp (int32 blocks of 16 elements), and the broadcasting driver (run_broadcast) every binary op runs
 // on. A target's own kernels extend it through its path (ops/eltwise/path.hpp): add's tables (ops/eltwise/x86.hpp,
-// neon.hpp), MUL's folded output step (avx2.hpp). Scalar builds run the reference ops (ops/eltwise.hpp).
+// neon.hpp), MUL's folded output step and element-wise kernel (mul_words.hpp). Scalar builds run the reference ops
+// (ops/eltwise.hpp).
 #pragma once
 
 #include <algorithm>
