@@ -18,6 +18,7 @@
 #include <limits>
 #include <random>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "mosaiq/ops/eltwise/held_lines.hpp"
@@ -580,6 +581,48 @@ TEST_CASE_TEMPLATE("mul over every pair of values equals the reference, element-
            tensor_view<T>(out.data(), wide));
     CHECK(out == expected);
   }
+}
+
+TEST_CASE_TEMPLATE("mul over every pair: a grid of zero points and multipliers, both roundings, relu6, tails", T, u8,
+                   i8) {
+  // Every (a, b) pair as one flat run, then the same pairs from an odd offset with a length that leaves a tail, for
+  // multipliers the element-wise kernels fold (powers of two, tiny, near 1) and ones at or above 1 that run the general
+  // lane multiply, under zero points at both ends of T's range.
+  std::vector<T> a(65536 + 64), b(65536 + 64), out(65536 + 64), expected(65536 + 64);
+  for (int i = 0; i < 65536 + 64; ++i) {
+    a[static_cast<std::size_t>(i)] = static_cast<T>(i & 255);
+    b[static_cast<std::size_t>(i)] = static_cast<T>((i >> 8) & 255);
+  }
+  const int lo = mosaiq::element_traits<T>::min, hi = mosaiq::element_traits<T>::max, mid = (lo + hi) / 2;
+  const std::array<std::array<int, 3>, 3> zero_points{{{lo, hi, mid}, {hi, lo, lo}, {mid + 7, mid - 30, hi}}};
+  // Output scales for s_a = 0.05, s_b = 1/256: multipliers from 2^-20 to above 1 (left shifts).
+  const std::array<float, 7> out_scales{40.0f, 0.07f, 0.05f / 64, 0.05f / 256, 1.3e-4f, 0.5e-4f, 1e-6f};
+  for (const auto& zp : zero_points)
+    for (const float out_scale : out_scales)
+      for (const activation act : {activation::none, activation::relu6}) {
+        const quant_params qa{0.05f, zp[0]}, qb{1.0f / 256, zp[1]}, qo{out_scale, zp[2]};
+        CAPTURE(zp[0]);
+        CAPTURE(zp[1]);
+        CAPTURE(zp[2]);
+        CAPTURE(out_scale);
+        const auto check = [&](const auto& kernel, auto round) {
+          if (!kernel.valid()) return;
+          constexpr rounding R = decltype(round)::value;
+          for (const std::size_t first : {std::size_t{0}, std::size_t{13}}) {
+            const shape dims{1, 65536 - static_cast<int>(first) * 3, 1};
+            const tensor_view<const T> va(a.data() + first, dims), vb(b.data() + first, dims);
+            std::fill(out.begin(), out.end(), T{});
+            std::fill(expected.begin(), expected.end(), T{});
+            ref::mul<R, T>(va, vb, tensor_view<T>(expected.data(), dims), kernel.params());
+            kernel(va, vb, tensor_view<T>(out.data(), dims));
+            CHECK(out == expected);
+          }
+        };
+        check(mosaiq::mul<T, rounding::tflite_reference>(qa, qb, qo, act),
+              std::integral_constant<rounding, rounding::tflite_reference>{});
+        check(mosaiq::mul<T, rounding::single_round>(qa, qb, qo, act),
+              std::integral_constant<rounding, rounding::single_round>{});
+      }
 }
 
 /// Every (a, b) pair through a per-channel vector held over a map: the vector holds every byte value (channel c is c)

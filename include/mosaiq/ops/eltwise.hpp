@@ -16,13 +16,14 @@
 // value (add pipeline), its table entry (add tables, gathered on AVX2/AVX-512) or its offset value (mul).
 //
 // The vector kernels every SIMD target runs live beside this front end in ops/eltwise/simd.hpp (lanes, broadcasting);
-// per-ISA kernels in ops/eltwise/avx2.hpp (folded MUL rounding, table gathers, 32-element held lines), avx512.hpp
-// (VBMI byte-plane tables, gathers), x86.hpp (add's table kernels on both), neon.hpp (tbl tables); add_tables.hpp
-// builds add's tables; each target's path (ops/eltwise/path.hpp) says which it has.
+// per-ISA kernels in ops/eltwise/avx2.hpp (table gathers, 32-element held lines), avx512.hpp (VBMI byte-plane tables,
+// gathers), x86.hpp (add's table kernels on both), mul_words.hpp (MUL's folded kernels on both), neon.hpp (tbl
+// tables); add_tables.hpp builds add's tables; each target's path (ops/eltwise/path.hpp) says which it has.
 //
 // mul: TFLite's MUL, out = clamp(zp + MultiplyByQuantizedMultiplier((a - zp_a)(b - zp_b), M)); the products are exact
-// in int32 lanes. AVX2 folds the multiplier's two roundings into one floor (mul_folded_regs); AVX-512 and NEON run
-// the general lane multiply.
+// in int32 lanes. AVX2 and AVX-512 fold the multiplier's two roundings into one floor (mul_fold, ops/eltwise/path.hpp;
+// mul_folded_regs, mul_words.hpp) and run element-wise runs on 16-bit products, 32 / 64 elements per step, where the
+// product is not shifted (multipliers below 1); NEON runs the general lane multiply.
 //
 // add: TFLite's integer ADD pipeline, out = clamp(F(S1[a] + S2[b]) + zp), where S_i[q] = the scaled input
 // MultiplyByQuantizedMultiplierSmallerThanOne((q + offset_i) << 20, m_i, s_i) depends on one byte only and F is the

@@ -1,5 +1,6 @@
-// The AVX2 (without AVX-512) kernels of ops/eltwise.hpp: MUL's folded requantization, add's table lookups with dword
-// gathers (element-wise and held terms), and the held lines (held_lines.hpp) 32 elements per step; avx2_path says so.
+// The AVX2 (without AVX-512) kernels of ops/eltwise.hpp: MUL's folded requantization (element-wise on 16-bit
+// products, 32 per step), add's table lookups with dword gathers (element-wise and held terms), and the held lines
+// (held_lines.hpp) 32 elements per step; avx2_path says so.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -18,61 +19,38 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/eltwise/add_linear.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
+#include "mosaiq/ops/eltwise/mul_words.hpp"
 #include "mosaiq/ops/eltwise/path.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/simd/x86.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
 
-/// MUL's requantization with its two roundings folded into one floor (AVX2, exact). With P = (product << left) * M:
-/// SaturatingRoundingDoublingHighMul is Q = floor((P + 2^30) / 2^31) (M is never INT32_MIN, so it never saturates),
-/// and RoundingDivideByPOT(Q, e) = floor((Q + 2^(e-1) - [Q < 0]) / 2^e) = floor(Q' / 2^e) with
-/// Q' = floor((P + 2^30 + 2^(30+e)) / 2^31) - [Q < 0]. Q < 0 exactly when P < -2^30; the correction is applied for
-/// every negative product instead (M is 0 or in [2^30, 2^31)), which differs only where P + 2^30 is in [0, 2^30):
-/// there Q' is 2^(e-1) or 2^(e-1) - 1, both 0 after the shift by e >= 1. Single rounding with shift <= 0 is floor((P +
-/// 2^(n-1)) / 2^n), n = 31 - shift >= 31: the same steps without the correction. Bits 31..62 of the 64-bit sums hold Q'
-/// (|P| < 2^62), so one pair of 32x32->64 multiplies and three shifts replace the general lane multiply.
-struct mul_folded_regs {
-  __m256i multiplier, beta, threshold, output_offset, clamp_min, clamp_max;
-  __m128i left_shift, right_shift;
-  bool usable = false;
-
-  template <rounding R>
-  static mul_folded_regs of(const reference::mul_params& p) noexcept {
-    const quantized_multiplier q = p.output_multiplier;
-    mul_folded_regs k{};
-    const int left = q.shift > 0 ? q.shift : 0, right = q.shift < 0 ? -q.shift : 0;
-    std::int64_t beta = std::int64_t{1} << 30;
-    std::int32_t threshold = INT32_MIN;  // no lane is below it: no correction
-    if constexpr (R == rounding::tflite_reference) {
-      if (right > 0) {
-        beta += std::int64_t{1} << (30 + right);
-        threshold = 0;
-      }
-    } else {
-      if (q.shift > 0) return k;  // n < 31: the general lane multiply
-      beta = std::int64_t{1} << (30 + right);
-    }
-    k.multiplier = _mm256_set1_epi32(q.multiplier);
-    k.beta = _mm256_set1_epi64x(beta);
-    k.threshold = _mm256_set1_epi32(threshold);
-    k.output_offset = _mm256_set1_epi32(p.output_offset);
-    k.clamp_min = _mm256_set1_epi32(p.clamp.min);
-    k.clamp_max = _mm256_set1_epi32(p.clamp.max);
-    k.left_shift = _mm_cvtsi32_si128(left);
-    k.right_shift = _mm_cvtsi32_si128(right);
-    k.usable = true;
-    return k;
+/// The 256-bit instructions of MUL's folded kernels (ops/eltwise/mul_words.hpp).
+struct ymm_ops {
+  using vec = __m256i;
+  static constexpr std::size_t bytes = 32;
+  static vec mul_even(vec a, vec b) noexcept { return _mm256_mul_epi32(a, b); }
+  /// The even dwords of even, the odd ones of odd.
+  static vec odd_dwords(vec even, vec odd) noexcept { return _mm256_blend_epi32(even, odd, 0b10101010); }
+  /// The odd (high) dwords of even and of odd, in place of the even and the odd dwords.
+  static vec high_dwords(vec even, vec odd) noexcept {
+    return _mm256_blend_epi32(_mm256_shuffle_epi32(even, _MM_SHUFFLE(3, 3, 1, 1)), odd, 0b10101010);
   }
-
-  [[gnu::always_inline]] __m256i operator()(__m256i product) const noexcept {
-    const __m256i shifted = _mm256_sll_epi32(product, left_shift);
-    const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(shifted, multiplier), beta);
-    const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(shifted, 32), multiplier), beta);
-    __m256i q = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0b10101010);
-    q = _mm256_add_epi32(q, _mm256_cmpgt_epi32(threshold, shifted));  // - [Q < 0]
-    q = _mm256_add_epi32(_mm256_sra_epi32(q, right_shift), output_offset);
-    return _mm256_min_epi32(_mm256_max_epi32(q, clamp_min), clamp_max);
+  static vec mulhi16(vec a, vec b) noexcept { return _mm256_mulhi_epi16(a, b); }
+  static vec adds16(vec a, vec b) noexcept { return _mm256_adds_epi16(a, b); }
+  static vec packs32(vec a, vec b) noexcept { return _mm256_packs_epi32(a, b); }
+  /// Bytes 0-7 (h = 0) or 8-15 (h = 1) of each 128-bit lane as words.
+  static vec widen_bytes(vec v, int h) noexcept {
+    return h ? _mm256_unpackhi_epi8(v, _mm256_setzero_si256()) : _mm256_unpacklo_epi8(v, _mm256_setzero_si256());
+  }
+  /// Words 0-3 (h = 0) or 4-7 (h = 1) of each 128-bit lane of low and high as dwords (low | high << 16).
+  static vec interleave_words(vec low, vec high, int h) noexcept {
+    return h ? _mm256_unpackhi_epi16(low, high) : _mm256_unpacklo_epi16(low, high);
+  }
+  template <bool Signed>
+  static vec pack16(vec a, vec b) noexcept {
+    return Signed ? _mm256_packs_epi16(a, b) : _mm256_packus_epi16(a, b);
   }
 };
 
@@ -271,7 +249,7 @@ inline void add_linear_span(const T* a, const T* b, T* out, std::size_t n, const
 struct avx2_path : lanes_path {
   static constexpr bool add_tables = true;
   static constexpr bool linear_add = true;
-  using mul_folded = mul_folded_regs;
+  using mul_folded = mul_folded_regs<ymm_ops>;
 };
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise

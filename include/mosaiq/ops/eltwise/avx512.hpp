@@ -1,5 +1,6 @@
 // add's table kernels on AVX-512: byte-plane lookups with vpermi2b (VBMI), else dword gathers; the broadcast
-// (held-term) span with gathers; avx512_path says so.
+// (held-term) span with gathers; MUL's folded requantization (element-wise on 16-bit products, 64 per step);
+// avx512_path says so.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -15,6 +16,7 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/eltwise/add_linear.hpp"
 #include "mosaiq/ops/eltwise/add_tables.hpp"
+#include "mosaiq/ops/eltwise/mul_words.hpp"
 #include "mosaiq/ops/eltwise/path.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
@@ -189,10 +191,37 @@ inline void add_table_terms_span(const T* v, const std::int32_t* table, const st
   }
 }
 
-/// The AVX-512 path: add's tables and linear form (ops/eltwise/x86.hpp); MUL runs the general lane multiply.
+/// The 512-bit instructions of MUL's folded kernels (ops/eltwise/mul_words.hpp; see ymm_ops in avx2.hpp).
+struct zmm_ops {
+  using vec = __m512i;
+  static constexpr std::size_t bytes = 64;
+  static vec mul_even(vec a, vec b) noexcept { return _mm512_mul_epi32(a, b); }
+  /// The even dwords of even, the odd ones of odd.
+  static vec odd_dwords(vec even, vec odd) noexcept { return _mm512_mask_blend_epi32(0xaaaa, even, odd); }
+  /// The odd (high) dwords of even and of odd, in place of the even and the odd dwords.
+  static vec high_dwords(vec even, vec odd) noexcept {
+    return _mm512_mask_shuffle_epi32(odd, 0x5555, even, _MM_PERM_DDBB);
+  }
+  static vec mulhi16(vec a, vec b) noexcept { return _mm512_mulhi_epi16(a, b); }
+  static vec adds16(vec a, vec b) noexcept { return _mm512_adds_epi16(a, b); }
+  static vec packs32(vec a, vec b) noexcept { return _mm512_packs_epi32(a, b); }
+  static vec widen_bytes(vec v, int h) noexcept {
+    return h ? _mm512_unpackhi_epi8(v, _mm512_setzero_si512()) : _mm512_unpacklo_epi8(v, _mm512_setzero_si512());
+  }
+  static vec interleave_words(vec low, vec high, int h) noexcept {
+    return h ? _mm512_unpackhi_epi16(low, high) : _mm512_unpacklo_epi16(low, high);
+  }
+  template <bool Signed>
+  static vec pack16(vec a, vec b) noexcept {
+    return Signed ? _mm512_packs_epi16(a, b) : _mm512_packus_epi16(a, b);
+  }
+};
+
+/// The AVX-512 path: add's tables and linear form (ops/eltwise/x86.hpp), MUL's folded output step.
 struct avx512_path : lanes_path {
   static constexpr bool add_tables = true;
   static constexpr bool linear_add = true;
+  using mul_folded = mul_folded_regs<zmm_ops>;
 };
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise

@@ -3,11 +3,55 @@
 // target's one and asks it.
 #pragma once
 
+#include <cstdint>
+
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
+
+/// MUL's requantization with its two roundings folded into one floor (exact), the constants the x86 paths' folded
+/// steps broadcast (ops/eltwise/avx2.hpp, avx512.hpp). With P = (product << left) * M:
+/// SaturatingRoundingDoublingHighMul is Q = floor((P + 2^30) / 2^31) (M is never INT32_MIN, so it never saturates), and
+/// RoundingDivideByPOT(Q, e) = floor((Q + 2^(e-1) - [Q < 0]) / 2^e) = floor(Q' / 2^e) with Q' = floor((P + 2^30 +
+/// 2^(30+e)) / 2^31) - [Q < 0]. Q < 0 exactly when P < -2^30; the correction is applied for every negative product
+/// instead (M is 0 or in [2^30, 2^31)), which differs only where P + 2^30 is in [0, 2^30): there Q' is 2^(e-1) or
+/// 2^(e-1) - 1, both 0 after the shift by e >= 1. Single rounding with shift <= 0 is floor((P + 2^(n-1)) / 2^n), n = 31
+/// - shift >= 31: the same steps without the correction. Bits 31..62 of the 64-bit sums hold Q' (|P| < 2^62), so one
+/// pair of 32x32->64 multiplies and three shifts replace the general lane multiply.
+struct mul_fold {
+  std::int32_t multiplier = 0;
+  std::int64_t beta = 0;               ///< 2^30 (+ 2^(30+e) with two roundings), or 2^(30+e) (single rounding)
+  std::int32_t threshold = INT32_MIN;  ///< products below it get the correction; INT32_MIN: none does
+  int left = 0, right = 0;             ///< the product's left shift, e
+  bool usable = false;                 ///< false: single rounding with shift > 0 (n < 31), the general multiply
+
+  template <rounding R>
+  static mul_fold of(const reference::mul_params& p) noexcept {
+    const quantized_multiplier q = p.output_multiplier;
+    mul_fold k{};
+    k.left = q.shift > 0 ? q.shift : 0;
+    k.right = q.shift < 0 ? -q.shift : 0;
+    k.beta = std::int64_t{1} << 30;
+    if constexpr (R == rounding::tflite_reference) {
+      if (k.right > 0) {
+        k.beta += std::int64_t{1} << (30 + k.right);
+        k.threshold = 0;
+      }
+    } else {
+      if (q.shift > 0) return k;
+      k.beta = std::int64_t{1} << (30 + k.right);
+    }
+    k.multiplier = q.multiplier;
+    k.usable = true;
+    return k;
+  }
+
+  /// Whether products are not shifted: then every result is at most 65,025 in magnitude (|product| <= 255^2, M <
+  /// 2^31), so the element-wise kernels may saturate it to 16 bits before adding the zero point.
+  bool narrow() const noexcept { return usable && left == 0; }
+};
 
 /// The MUL output step of paths without a folded one: nothing to hold, never used.
 struct no_mul_folded {

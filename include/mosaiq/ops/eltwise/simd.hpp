@@ -1,7 +1,8 @@
 // Element-wise ops, the vector path of every SIMD target: add's pipeline, mul and concat's rescale on the lanes of
 // simd/lanes.hpp (int32 blocks of 16 elements), and the broadcasting driver (run_broadcast) every binary op runs
 // on. A target's own kernels extend it through its path (ops/eltwise/path.hpp): add's tables (ops/eltwise/x86.hpp,
-// neon.hpp), MUL's folded output step (avx2.hpp). Scalar builds run the reference ops (ops/eltwise.hpp).
+// neon.hpp), MUL's folded output step and element-wise kernel (mul_words.hpp). Scalar builds run the reference ops
+// (ops/eltwise.hpp).
 #pragma once
 
 #include <algorithm>
@@ -392,7 +393,8 @@ struct add_pipeline_kernels : line_source {
 };
 
 /// mul's pipeline as binary_kernels; a term is an input's offset value. The output step is the path's folded one
-/// where it has one and it applies (Path::mul_folded: AVX2), else the general lane multiply.
+/// where it has one and it applies (Path::mul_folded: AVX2, AVX-512), else the general lane multiply; element-wise
+/// runs use the path's own span on 16-bit products where the product is not shifted (mul_fold::narrow).
 template <class Path, rounding R, quantized_element T>
 struct mul_kernels : line_source {
   const reference::mul_params& params;
@@ -412,6 +414,8 @@ struct mul_kernels : line_source {
   lanes::reg offset(input side) const { return side == input::a ? regs.offset1 : regs.offset2; }
 
   void pair(const T* a, const T* b, T* out, std::size_t n) const {
+    if constexpr (folds_mul<Path>)
+      if (folded.fold.narrow()) return folded.template span<T>(a, b, out, n, params);
     with_output([&](const auto& output) { mul_span<T>(a, b, out, n, regs.offset1, regs.offset2, output); });
   }
   std::int32_t term(input side, T v) const {
