@@ -96,8 +96,9 @@ void register_mosaiq(std::shared_ptr<deconv_problem<Cfg, T>> p) {
   auto kernel = std::make_shared<const kernel_type>(p->filter.data(), p->bias.data(), p->in.channels, p->requant);
   auto workspace = std::make_shared<aligned_buffer<std::byte>>(kernel_type::workspace_bytes(p->in));
   auto out = std::make_shared<aligned_buffer<T>>(p->out.elements());
-  const std::string label = std::string(simd::to_string(simd::native_isa)) +
-                            (kernel_type::depth_to_space ? ", pointwise GEMM + depth-to-space" : ", gather");
+  const std::string label =
+      std::string(simd::to_string(simd::native_isa)) +
+      (kernel_type::is_pointwise ? ", pointwise GEMM + depth-to-space" : ", phase convolution + depth-to-space");
   register_checked<deconv_problem<Cfg, T>, T>(
       "mosaiq", p, out->span(),
       [=] {
