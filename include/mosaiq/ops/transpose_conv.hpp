@@ -197,23 +197,33 @@ class transpose_conv {
     const std::size_t gemm_bytes = gemm::workspace_bytes(in.dims());
     const tensor_view<T> staged(reinterpret_cast<T*>(workspace.data() + gemm_bytes), gemm::output_shape(in.dims()));
     gemm_.front()(in, staged, workspace.first(gemm_bytes));
+    constexpr std::size_t pixel_bytes = cout * sizeof(T);
+    const int blocks = staged.width(), width = out.width();
+    const std::ptrdiff_t step = out.pixel_stride();
+    // Blocks whose s_w pixels all lie inside an output row: ox = (bx + first_block) * s_w - pad_w in [0, width - s_w].
+    const int inner_first = std::min(blocks, (lead.w + sw - 1) / sw - ax.first_block);
+    const int inner_last = std::clamp((width - sw + lead.w) / sw - ax.first_block + 1, inner_first, blocks);
     for (int by = 0; by < staged.height(); ++by)
       for (int ry = 0; ry < sh; ++ry) {
         const int oy = (by + ay.first_block) * sh + ry - lead.h;
         if (oy < 0 || oy >= out.height()) continue;
-        for (int bx = 0; bx < staged.width(); ++bx) {
-          const int ox = (bx + ax.first_block) * sw - lead.w;  // of the block's column r_x = 0
-          const int first = std::max(0, -ox), last = std::min(sw, out.width() - ox);
+        const auto edge = [&](int bx) {  // a block with pixels outside the row: each pixel checked
+          const int ox = (bx + ax.first_block) * sw - lead.w;
           const T* source = staged.pixel(0, by, bx) + ry * sw * cout;
-          if (out.is_dense()) {
-            if (first < last)
-              std::memcpy(out.pixel(0, oy, ox + first), source + first * cout,
-                          static_cast<std::size_t>((last - first) * cout) * sizeof(T));
-            continue;
-          }
-          for (int rx = first; rx < last; ++rx)
-            std::memcpy(out.pixel(0, oy, ox + rx), source + rx * cout, cout * sizeof(T));
+          for (int rx = std::max(0, -ox); rx < std::min(sw, width - ox); ++rx)
+            std::memcpy(out.pixel(0, oy, ox + rx), source + rx * cout, pixel_bytes);
+        };
+        for (int bx = 0; bx < inner_first; ++bx) edge(bx);
+        const T* source = staged.pixel(0, by, inner_first) + ry * sw * cout;
+        T* target = out.pixel(0, oy, (inner_first + ax.first_block) * sw - lead.w);
+        if (out.is_dense()) {  // the block row's s_w pixels at once
+          for (int bx = inner_first; bx < inner_last; ++bx, source += phases * cout, target += sw * cout)
+            std::memcpy(target, source, sw * pixel_bytes);
+        } else {
+          for (int bx = inner_first; bx < inner_last; ++bx, source += phases * cout, target += sw * step)
+            for (int rx = 0; rx < sw; ++rx) std::memcpy(target + rx * step, source + rx * cout, pixel_bytes);
         }
+        for (int bx = inner_last; bx < blocks; ++bx) edge(bx);
       }
   }
 
