@@ -197,33 +197,52 @@ class transpose_conv {
     const std::size_t gemm_bytes = gemm::workspace_bytes(in.dims());
     const tensor_view<T> staged(reinterpret_cast<T*>(workspace.data() + gemm_bytes), gemm::output_shape(in.dims()));
     gemm_.front()(in, staged, workspace.first(gemm_bytes));
-    constexpr std::size_t pixel_bytes = cout * sizeof(T);
     const int blocks = staged.width(), width = out.width();
-    const std::ptrdiff_t step = out.pixel_stride();
     // Blocks whose s_w pixels all lie inside an output row: ox = (bx + first_block) * s_w - pad_w in [0, width - s_w].
     const int inner_first = std::min(blocks, (lead.w + sw - 1) / sw - ax.first_block);
     const int inner_last = std::clamp((width - sw + lead.w) / sw - ax.first_block + 1, inner_first, blocks);
-    for (int by = 0; by < staged.height(); ++by)
-      for (int ry = 0; ry < sh; ++ry) {
-        const int oy = (by + ay.first_block) * sh + ry - lead.h;
-        if (oy < 0 || oy >= out.height()) continue;
-        const auto edge = [&](int bx) {  // a block with pixels outside the row: each pixel checked
+    for (int by = 0; by < staged.height(); ++by) {
+      const int oy = (by + ay.first_block) * sh - lead.h;  // of the block's row r_y = 0
+      const int ry_first = std::max(0, -oy), ry_last = std::min(sh, out.height() - oy);
+      if (ry_first >= ry_last) continue;
+      for (int ry = ry_first; ry < ry_last; ++ry) {  // blocks with pixels outside the row: each pixel checked
+        const auto edge = [&](int bx) {
           const int ox = (bx + ax.first_block) * sw - lead.w;
           const T* source = staged.pixel(0, by, bx) + ry * sw * cout;
           for (int rx = std::max(0, -ox); rx < std::min(sw, width - ox); ++rx)
-            std::memcpy(out.pixel(0, oy, ox + rx), source + rx * cout, pixel_bytes);
+            std::memcpy(out.pixel(0, oy + ry, ox + rx), source + rx * cout, cout * sizeof(T));
         };
         for (int bx = 0; bx < inner_first; ++bx) edge(bx);
-        const T* source = staged.pixel(0, by, inner_first) + ry * sw * cout;
-        T* target = out.pixel(0, oy, (inner_first + ax.first_block) * sw - lead.w);
-        if (out.is_dense()) {  // the block row's s_w pixels at once
-          for (int bx = inner_first; bx < inner_last; ++bx, source += phases * cout, target += sw * cout)
-            std::memcpy(target, source, sw * pixel_bytes);
-        } else {
-          for (int bx = inner_first; bx < inner_last; ++bx, source += phases * cout, target += sw * step)
-            for (int rx = 0; rx < sw; ++rx) std::memcpy(target + rx * step, source + rx * cout, pixel_bytes);
-        }
         for (int bx = inner_last; bx < blocks; ++bx) edge(bx);
+      }
+      const T* source = staged.pixel(0, by, inner_first);
+      T* target = out.pixel(0, oy + ry_first, (inner_first + ax.first_block) * sw - lead.w);
+      const int count = inner_last - inner_first;
+      if (!out.is_dense())
+        copy_blocks<false, false>(source, target, count, out, ry_first, ry_last);
+      else if (ry_first == 0 && ry_last == sh)
+        copy_blocks<true, true>(source, target, count, out, 0, sh);
+      else
+        copy_blocks<true, false>(source, target, count, out, ry_first, ry_last);
+    }
+  }
+
+  /// Rows [ry_first, ry_last) of `count` staged blocks from `source` to output pixels from `target` (row ry_first),
+  /// s_w pixels per block and row; Dense: one copy per block and row, Full: all s_h rows (a compile-time count).
+  template <bool Dense, bool Full>
+  static void copy_blocks(const T* source, T* target, int count, const tensor_view<T>& out, int ry_first,
+                          int ry_last) noexcept {
+    const std::ptrdiff_t step = Dense ? cout : out.pixel_stride(), row_step = out.row_stride();
+    const int first = Full ? 0 : ry_first, last = Full ? sh : ry_last;
+    for (int bx = 0; bx < count; ++bx)
+      for (int ry = first; ry < last; ++ry) {
+        const T* from = source + bx * phases * cout + ry * sw * cout;
+        T* to = target + (ry - first) * row_step + bx * sw * step;
+        if constexpr (Dense) {
+          std::memcpy(to, from, sw * cout * sizeof(T));
+        } else {
+          for (int rx = 0; rx < sw; ++rx) std::memcpy(to + rx * step, from + rx * cout, cout * sizeof(T));
+        }
       }
   }
 
