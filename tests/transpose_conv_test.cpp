@@ -93,7 +93,7 @@ TEST_CASE("transpose_conv: kernel == stride (pointwise GEMM and depth-to-space) 
   check_both_types<transpose_conv_config{.out_channels = 5, .kernel = {1, 1}, .stride = {1, 1}}>();
 }
 
-TEST_CASE("transpose_conv: overlapping kernels (the gather) equal the reference") {
+TEST_CASE("transpose_conv: overlapping kernels (the phase convolution) equal the reference") {
   static_assert(!mosaiq::transpose_conv<transpose_conv_config{.out_channels = 3, .kernel = {3, 3}}, u8>::is_pointwise);
   check_both_types<transpose_conv_config{.out_channels = 3, .kernel = {3, 3}}>();
   check_both_types<transpose_conv_config{.out_channels = 16, .kernel = {3, 3}, .padding = padding::valid()}>();

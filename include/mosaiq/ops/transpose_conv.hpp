@@ -26,13 +26,11 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <type_traits>
-#include <vector>
 
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/allocator.hpp"
