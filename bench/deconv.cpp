@@ -1,9 +1,10 @@
 // bench_deconv: quantized transposed convolution, `deconvolution/<impl>/<case>`, one thread. mosaiq's transpose_conv
-// (kernel == stride: the pointwise GEMM plus depth-to-space; 3x3 and 4x4 stride 2: the gather) beside XNNPACK's
-// xnn_create_deconvolution2d_nhwc_qu8 / _qs8 with the same weights, pads and quantization. XNNPACK's qs8 deconvolution
-// takes one kernel scale, so the i8 cases give every output channel the same filter scale (mosaiq still runs its
-// per-channel requantization). Outputs are first checked against mosaiq::reference: mosaiq exact, XNNPACK within 1 LSB
-// (it requantizes with its own fixed-point formula). Case: `<H>x<W>x<Cin>to<Cout>_k<K>s<S>_<type>` (SAME padding).
+// (kernel == stride: the pointwise GEMM; 3x3 and 4x4 stride 2: the stride-phase convolution; both plus depth-to-space)
+// beside XNNPACK's xnn_create_deconvolution2d_nhwc_qu8 / _qs8 with the same weights, pads and quantization. XNNPACK's
+// qs8 deconvolution takes one kernel scale, so the i8 cases give every output channel the same filter scale (mosaiq
+// still runs its per-channel requantization). Outputs are first checked against mosaiq::reference: mosaiq exact,
+// XNNPACK within 1 LSB (it requantizes with its own fixed-point formula). Case:
+// `<H>x<W>x<Cin>to<Cout>_k<K>s<S>_<type>` (SAME padding).
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -96,8 +97,9 @@ void register_mosaiq(std::shared_ptr<deconv_problem<Cfg, T>> p) {
   auto kernel = std::make_shared<const kernel_type>(p->filter.data(), p->bias.data(), p->in.channels, p->requant);
   auto workspace = std::make_shared<aligned_buffer<std::byte>>(kernel_type::workspace_bytes(p->in));
   auto out = std::make_shared<aligned_buffer<T>>(p->out.elements());
-  const std::string label = std::string(simd::to_string(simd::native_isa)) +
-                            (kernel_type::depth_to_space ? ", pointwise GEMM + depth-to-space" : ", gather");
+  const std::string label =
+      std::string(simd::to_string(simd::native_isa)) +
+      (kernel_type::is_pointwise ? ", pointwise GEMM + depth-to-space" : ", phase convolution + depth-to-space");
   register_checked<deconv_problem<Cfg, T>, T>(
       "mosaiq", p, out->span(),
       [=] {
@@ -178,6 +180,9 @@ int main(int argc, char** argv) {
   bench::register_case<transpose_conv_config{.out_channels = 16}>({64, 64, 32});
   bench::register_case<transpose_conv_config{.out_channels = 32, .kernel = {3, 3}}>({32, 32, 32});
   bench::register_case<transpose_conv_config{.out_channels = 32, .kernel = {4, 4}}>({32, 32, 32});
+  // A narrower 3x3 s2 decoder step, and a 4x4 s2 to few output channels (an image-like last layer).
+  bench::register_case<transpose_conv_config{.out_channels = 16, .kernel = {3, 3}}>({64, 64, 16});
+  bench::register_case<transpose_conv_config{.out_channels = 3, .kernel = {4, 4}}>({64, 64, 32});
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -1,5 +1,6 @@
 // ops/transpose_conv.hpp against reference/transpose_conv.hpp, bit for bit: kernels 1-4 (square and not), strides
-// 1-2, SAME and VALID, both paths (kernel == stride: pointwise GEMM plus depth-to-space; overlapping: the gather),
+// 1-3, SAME and VALID, both paths (kernel == stride: pointwise GEMM; otherwise the phase convolution; both then
+// depth-to-space), kernels shorter than the stride on one axis,
 // u8 per-tensor and i8 per-channel, fused ReLU6, output channel counts below, at and above a 16-channel block, input
 // channel tails, odd sizes, batch 2, unaligned and strided views with canaries, and misuse.
 #include "mosaiq/ops/transpose_conv.hpp"
@@ -47,7 +48,7 @@ void check_config(int cin, std::mt19937& rng) {
   REQUIRE(kernel.valid());
   const ref::transpose_conv_params p{.kernel = Cfg.kernel, .stride = Cfg.stride, .padding = Cfg.padding};
   for (const layout l : layouts)
-    for (const shape size : {shape{1, 1, 0}, shape{3, 5, 0}, shape{4, 2, 0}}) {
+    for (const shape size : {shape{1, 1, 0}, shape{1, 6, 0}, shape{3, 5, 0}, shape{5, 7, 0}, shape{4, 2, 0}}) {
       const shape in_dims{size.height, size.width, cin};
       const shape out_dims = kernel.output_shape(in_dims);
       placed_tensor<T> in(in_dims, l.batch, l.extra, l.misalign), out(out_dims, l.batch, l.extra, l.misalign + 1);
@@ -75,7 +76,7 @@ void check_config(int cin, std::mt19937& rng) {
 template <transpose_conv_config Cfg>
 void check_both_types() {
   std::mt19937 rng(31 + Cfg.out_channels);
-  for (const int cin : {1, 3, 8, 17, 40}) {
+  for (const int cin : {1, 3, 8, 17, 33, 40}) {
     check_config<Cfg, u8>(cin, rng);
     check_config<Cfg, i8>(cin, rng);
   }
@@ -84,7 +85,7 @@ void check_both_types() {
 }  // namespace
 
 TEST_CASE("transpose_conv: kernel == stride (pointwise GEMM and depth-to-space) equals the reference") {
-  static_assert(mosaiq::transpose_conv<transpose_conv_config{.out_channels = 1}, u8>::depth_to_space);
+  static_assert(mosaiq::transpose_conv<transpose_conv_config{.out_channels = 1}, u8>::is_pointwise);
   check_both_types<transpose_conv_config{.out_channels = 1}>();  // the selfie model's last layer: 2x2 s2 to 1 channel
   check_both_types<transpose_conv_config{.out_channels = 19, .padding = padding::valid()}>();
   check_both_types<transpose_conv_config{.out_channels = 16, .act = mosaiq::activation::relu6}>();
@@ -92,9 +93,8 @@ TEST_CASE("transpose_conv: kernel == stride (pointwise GEMM and depth-to-space) 
   check_both_types<transpose_conv_config{.out_channels = 5, .kernel = {1, 1}, .stride = {1, 1}}>();
 }
 
-TEST_CASE("transpose_conv: overlapping kernels (the gather) equal the reference") {
-  static_assert(
-      !mosaiq::transpose_conv<transpose_conv_config{.out_channels = 3, .kernel = {3, 3}}, u8>::depth_to_space);
+TEST_CASE("transpose_conv: overlapping kernels (the phase convolution) equal the reference") {
+  static_assert(!mosaiq::transpose_conv<transpose_conv_config{.out_channels = 3, .kernel = {3, 3}}, u8>::is_pointwise);
   check_both_types<transpose_conv_config{.out_channels = 3, .kernel = {3, 3}}>();
   check_both_types<transpose_conv_config{.out_channels = 16, .kernel = {3, 3}, .padding = padding::valid()}>();
   check_both_types<transpose_conv_config{.out_channels = 5, .kernel = {4, 4}, .act = mosaiq::activation::relu6}>();
@@ -104,6 +104,21 @@ TEST_CASE("transpose_conv: overlapping kernels (the gather) equal the reference"
       .out_channels = 4, .kernel = {2, 2}, .stride = {1, 1}, .padding = padding::valid()}>();
   check_both_types<transpose_conv_config{.out_channels = 2, .kernel = {4, 3}, .stride = {2, 1}}>();
   check_both_types<transpose_conv_config{.out_channels = 33, .kernel = {1, 1}, .stride = {2, 2}}>();  // k < s: gaps
+}
+
+TEST_CASE("transpose_conv: the phase convolution's edges (stride 3, kernel < stride on one axis, pads >= stride)") {
+  // 3x2 s2: one tap per phase along x (kernel == stride there), two or one along y.
+  check_both_types<transpose_conv_config{.out_channels = 17, .kernel = {3, 2}, .stride = {2, 2}}>();
+  // 2x3 at stride (3, 2), VALID: along y the kernel is shorter than the stride, so one phase row has no taps (bias).
+  check_both_types<transpose_conv_config{
+      .out_channels = 8, .kernel = {2, 3}, .stride = {3, 2}, .padding = padding::valid()}>();
+  // 4x4 s3: phases of two and one taps, VALID's extra row; SAME below.
+  check_both_types<transpose_conv_config{
+      .out_channels = 3, .kernel = {4, 4}, .stride = {3, 3}, .padding = padding::valid()}>();
+  check_both_types<transpose_conv_config{
+      .out_channels = 33, .kernel = {4, 3}, .stride = {3, 2}, .act = mosaiq::activation::relu6}>();
+  // 4x4 s1 SAME: the leading pad (1) is a whole stride, so the first block is block 1.
+  check_both_types<transpose_conv_config{.out_channels = 8, .kernel = {4, 4}, .stride = {1, 1}}>();
 }
 
 TEST_CASE("transpose_conv: misuse is reported and writes nothing") {

@@ -6,27 +6,31 @@
 //   std::vector<std::byte> scratch(up.workspace_bytes(input.dims()));                    // or an arena slice
 //   up(input, output, scratch);                                                          // run: no heap
 //
-// Two paths, chosen at compile time from the config:
-// - kernel == stride (no two taps land on one output pixel; the pads are 0 for SAME and VALID): every input pixel
-//   owns one KH x KW block of output pixels, so the layer is a 1x1 convolution to KH * KW * Cout channels (filter row
-//   (fy * KW + fx) * Cout + oc is w[oc][fy][fx], bias and per-channel scales repeated per tap) followed by
-//   depth-to-space. It runs ops/pointwise.hpp's GEMM (its AVX-512 VNNI / AVX2 / NEON / scalar microkernels and
-//   requantization) into the workspace, then copies each tap's Cout channels to its output pixel.
-// - overlapping kernels (kernel > stride): output pixel by output pixel, the taps that land on it are gathered (input
-//   rows iy with fy = oy + pad - iy * s in [0, KH), columns alike), each adding (x - input_zp) * (w - filter_zp) over
-//   its input channels into Cout int32 accumulators, then the reference requantization per element. AVX2 packs the
-//   filter as int16 [KH][KW][Cin/2][Cout rounded to 8][2] and multiplies pairs of input channels with vpmaddwd into
-//   8 output channels per register; other targets pack [KH][KW][Cin][Cout] and leave the inner loop over contiguous
-//   output channels to the compiler's vectorizer. int32 sums are exact, so the gather equals the reference's scatter.
+// Stride phases. Output row oy with t = oy + pad = q * s + r (0 <= r < s) receives the taps fy = j * s + r < KH from
+// input rows iy = q - j, j = 0, 1, ...: for a fixed phase r that is an ordinary stride-1 convolution of the input with
+// the sub-filter rows r, r + s, ... in reverse order, and every phase reads the same input rows q - J + 1 .. q with
+// J = ceil(KH / s) (a phase with fewer taps has zero rows at the far end). Columns alike. So the layer is ONE stride-1
+// convolution with a J_h x J_w kernel and explicit pads, from Cin to s_h * s_w * Cout channels (channel
+// (r_y * s_w + r_x) * Cout + oc, tap (a, b) = w[oc][(J_h - 1 - a) * s_h + r_y][(J_w - 1 - b) * s_w + r_x], taps past
+// the kernel = the filter zero point, bias and per-channel scales repeated per phase), whose output pixel (m_y, m_x)
+// is the s_h x s_w block of output pixels ((m_y + pad_h / s_h) * s_h + r_y - pad_h, ...), followed by depth-to-space
+// that drops the block pixels outside the output. The convolution runs ops/conv.hpp (its patch gather and the pointwise
+// GEMM's AVX-512 VNNI / AVX2 / NEON / scalar microkernels and requantization) into the workspace. Taps outside the
+// input read the input zero point and taps past the kernel have weight w - filter_zp = 0, so every int32 sum equals
+// the reference's scatter and the requantization is the same per element: bit-exact. The pads are constants of the
+// config (TFLite's leading pad is max(k - s, 0) / 2 for SAME, 0 for VALID, whatever the input extent): before
+// J - 1 - pad / s, after ceil((pad + extra) / s) with extra the VALID rows max(k - s, 0).
+// kernel == stride (no two taps land on one output pixel, pads 0, J = 1) is the same with a 1x1 kernel and runs
+// ops/pointwise.hpp directly. The cost: J_h * J_w * s_h * s_w taps per block where KH * KW are useful, i.e. 16 for 9
+// (3x3 s2) and none wasted for 4x4 s2 and kernel == stride.
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <span>
-#include <vector>
+#include <type_traits>
 
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/allocator.hpp"
@@ -35,8 +39,8 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/conv.hpp"
 #include "mosaiq/ops/pointwise.hpp"
-#include "mosaiq/ops/transpose_conv/path.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -63,16 +67,42 @@ class transpose_conv {
   static_assert(Cfg.padding.mode != padding_mode::explicit_pads,
                 "transpose_conv: padding must be padding::same() or padding::valid() (TFLite's two modes)");
 
-  static constexpr int kh = Cfg.kernel.h, kw = Cfg.kernel.w, cout = Cfg.out_channels;
-  static constexpr int taps = kh * kw;
+  static constexpr int kh = Cfg.kernel.h, kw = Cfg.kernel.w, sh = Cfg.stride.h, sw = Cfg.stride.w;
+  static constexpr int cout = Cfg.out_channels, phases = sh * sw;
   static constexpr reference::transpose_conv_params params{
       .kernel = Cfg.kernel, .stride = Cfg.stride, .padding = Cfg.padding};
+  /// TFLite's leading pads; the same for every input extent (see the file comment).
+  static constexpr hw lead =
+      reference::transpose_conv_pads({reference::transpose_conv_output_extent(1, kh, sh, Cfg.padding.mode),
+                                      reference::transpose_conv_output_extent(1, kw, sw, Cfg.padding.mode), cout},
+                                     params);
+
+  /// One axis of the phase convolution: its taps J, its pads, and the block of its first output pixel.
+  struct phase_axis {
+    int taps, before, after, first_block;
+  };
+  static constexpr phase_axis axis_of(int k, int s, int pad) noexcept {
+    const int taps = (k + s - 1) / s;
+    const int extra = Cfg.padding.mode == padding_mode::valid ? std::max(k - s, 0) : 0;
+    return {taps, taps - 1 - pad / s, (pad + extra + s - 1) / s, pad / s};
+  }
+  static constexpr phase_axis ay = axis_of(kh, sh, lead.h), ax = axis_of(kw, sw, lead.w);
+  static_assert(ay.before >= 0 && ax.before >= 0, "transpose_conv: the leading pad exceeds the phase kernel");
 
  public:
   static constexpr transpose_conv_config config = Cfg;
-  /// kernel == stride: the pointwise GEMM to KH * KW * Cout channels plus depth-to-space.
-  static constexpr bool depth_to_space = Cfg.kernel == Cfg.stride;
-  using gemm = pointwise<pointwise_config{.out_channels = taps * cout, .act = Cfg.act, .round = Cfg.round}, T>;
+  /// kernel == stride: the phase convolution has a 1x1 kernel and runs as ops/pointwise.hpp's GEMM.
+  static constexpr bool is_pointwise = Cfg.kernel == Cfg.stride;
+  /// The convolution to s_h * s_w * Cout channels whose output pixels are blocks of output pixels.
+  using gemm = std::conditional_t<
+      is_pointwise, pointwise<pointwise_config{.out_channels = phases * cout, .act = Cfg.act, .round = Cfg.round}, T>,
+      conv2d<conv2d_config{.out_channels = phases * cout,
+                           .kernel = {ay.taps, ax.taps},
+                           .stride = {1, 1},
+                           .pad = padding::explicit_pads(ay.before, ay.after, ax.before, ax.after),
+                           .act = Cfg.act,
+                           .round = Cfg.round},
+             T>>;
 
   /// `filter` [Cout][KH][KW][Cin] (TFLite layout), `bias` Cout entries or nullptr, `q` built by
   /// reference::make_conv_requant for Cfg.round and T (its clamp is the fused activation). Misuse is reported and the
@@ -83,10 +113,7 @@ class transpose_conv {
         !reference::check_conv_requant<Cfg.round, T>(q, cout))
       return;
     channels_ = input_channels;
-    if constexpr (depth_to_space)
-      load_gemm(filter, bias, q);
-    else
-      load_gather(filter, bias, q);
+    load(filter, bias, q);
     ready_ = true;
   }
 
@@ -95,15 +122,14 @@ class transpose_conv {
 
   /// TensorFlow's output extents: SAME in * s, VALID in * s + max(k - s, 0).
   static constexpr shape output_shape(shape in) noexcept {
-    return {reference::transpose_conv_output_extent(in.height, kh, Cfg.stride.h, Cfg.padding.mode),
-            reference::transpose_conv_output_extent(in.width, kw, Cfg.stride.w, Cfg.padding.mode), cout};
+    return {reference::transpose_conv_output_extent(in.height, kh, sh, Cfg.padding.mode),
+            reference::transpose_conv_output_extent(in.width, kw, sw, Cfg.padding.mode), cout};
   }
 
-  /// Scratch bytes a run on `in` needs: the GEMM's workspace and its KH * KW * Cout channels of one image.
+  /// Scratch bytes a run on `in` needs: the convolution's workspace and its s_h * s_w * Cout channels of one image.
   static constexpr std::size_t workspace_bytes(shape in) noexcept {
-    if constexpr (depth_to_space)
-      return gemm::workspace_bytes(in) + in.pixels() * static_cast<std::size_t>(taps * cout) * sizeof(T);
-    return 0;
+    return gemm::workspace_bytes(in) +
+           gemm::output_shape(in).pixels() * static_cast<std::size_t>(phases * cout) * sizeof(T);
   }
 
   /// Runs on every image of the batch; views may have any pixel strides. Misuse is reported through
@@ -134,124 +160,93 @@ class transpose_conv {
     for (int n = 0; n < in.batch(); ++n) {
       const tensor_view<const T> image(in.pixel(n, 0, 0), in.dims(), 1, in.pixel_stride());
       const tensor_view<T> result(out.pixel(n, 0, 0), out.dims(), 1, out.pixel_stride());
-      if constexpr (depth_to_space)
-        run_gemm(image, result, workspace);
-      else
-        run_gather(image, result);
+      run_image(image, result, workspace);
     }
   }
 
-  // --- kernel == stride ---
-
-  void load_gemm(const T* filter, const std::int32_t* bias, const reference::conv_requant& q) {
+  /// The phase convolution's filter, biases and per-channel scales (see the file comment), loaded into gemm_.
+  void load(const T* filter, const std::int32_t* bias, const reference::conv_requant& q) {
     const auto cin = static_cast<std::size_t>(channels_);
-    detail::vector<T> rows(static_cast<std::size_t>(taps * cout) * cin);
-    detail::vector<std::int32_t> biases(static_cast<std::size_t>(taps * cout), 0);
+    constexpr int jh = ay.taps, jw = ax.taps;
+    detail::vector<T> rows(static_cast<std::size_t>(phases * cout * jh * jw) * cin,
+                           static_cast<T>(q.filter_zero_point));
+    detail::vector<std::int32_t> biases(static_cast<std::size_t>(phases * cout), 0);
     reference::conv_requant repeated = q;
     if (q.scales.size() > 1) repeated.scales.clear();
-    for (int tap = 0; tap < taps; ++tap)
+    for (int phase = 0; phase < phases; ++phase)
       for (int oc = 0; oc < cout; ++oc) {
-        const auto row = static_cast<std::size_t>(tap * cout + oc);
-        std::memcpy(rows.data() + row * cin, filter + (static_cast<std::size_t>(oc) * taps + tap) * cin, cin);
-        if (bias != nullptr) biases[row] = bias[oc];
+        const int row = phase * cout + oc, ry = phase / sw, rx = phase % sw;
+        if (bias != nullptr) biases[static_cast<std::size_t>(row)] = bias[oc];
         if (q.scales.size() > 1) repeated.scales.push_back(q.scales[static_cast<std::size_t>(oc)]);
+        for (int a = 0; a < jh; ++a)
+          for (int b = 0; b < jw; ++b) {
+            const int fy = (jh - 1 - a) * sh + ry, fx = (jw - 1 - b) * sw + rx;
+            if (fy >= kh || fx >= kw) continue;  // past the kernel: the filter zero point, weight 0
+            std::memcpy(rows.data() + static_cast<std::size_t>((row * jh + a) * jw + b) * cin,
+                        filter + static_cast<std::size_t>((oc * kh + fy) * kw + fx) * cin, cin * sizeof(T));
+          }
       }
     gemm_.emplace_back(rows.data(), biases.data(), channels_, repeated);
   }
 
-  void run_gemm(const tensor_view<const T>& in, const tensor_view<T>& out, std::span<std::byte> workspace) const {
+  /// The phase convolution into the workspace, then depth-to-space: channels (r_y * s_w + r_x) * Cout of block
+  /// (m_y, m_x) go to output pixel ((m_y + first_block_h) * s_h + r_y - pad_h, ...) when that is inside the output.
+  void run_image(const tensor_view<const T>& in, const tensor_view<T>& out, std::span<std::byte> workspace) const {
     const std::size_t gemm_bytes = gemm::workspace_bytes(in.dims());
-    T* blocks = reinterpret_cast<T*>(workspace.data() + gemm_bytes);
-    const tensor_view<T> staged(blocks, gemm::output_shape(in.dims()));
+    const tensor_view<T> staged(reinterpret_cast<T*>(workspace.data() + gemm_bytes), gemm::output_shape(in.dims()));
     gemm_.front()(in, staged, workspace.first(gemm_bytes));
-    // Depth-to-space: tap (fy, fx) of input pixel (iy, ix) goes to output pixel (iy * KH + fy, ix * KW + fx).
-    constexpr std::size_t tap_bytes = cout * sizeof(T);
-    for (int iy = 0; iy < in.height(); ++iy)
-      for (int ix = 0; ix < in.width(); ++ix) {
-        const T* source = staged.pixel(0, iy, ix);
-        for (int fy = 0; fy < kh; ++fy) {
-          if (out.is_dense()) {
-            std::memcpy(out.pixel(0, iy * kh + fy, ix * kw), source + fy * kw * cout, kw * tap_bytes);
-            continue;
-          }
-          for (int fx = 0; fx < kw; ++fx)
-            std::memcpy(out.pixel(0, iy * kh + fy, ix * kw + fx), source + (fy * kw + fx) * cout, tap_bytes);
-        }
+    const int blocks = staged.width(), width = out.width();
+    // Blocks whose s_w pixels all lie inside an output row: ox = (bx + first_block) * s_w - pad_w in [0, width - s_w].
+    const int inner_first = std::min(blocks, (lead.w + sw - 1) / sw - ax.first_block);
+    const int inner_last = std::clamp((width - sw + lead.w) / sw - ax.first_block + 1, inner_first, blocks);
+    for (int by = 0; by < staged.height(); ++by) {
+      const int oy = (by + ay.first_block) * sh - lead.h;  // of the block's row r_y = 0
+      const int ry_first = std::max(0, -oy), ry_last = std::min(sh, out.height() - oy);
+      if (ry_first >= ry_last) continue;
+      for (int ry = ry_first; ry < ry_last; ++ry) {  // blocks with pixels outside the row: each pixel checked
+        const auto edge = [&](int bx) {
+          const int ox = (bx + ax.first_block) * sw - lead.w;
+          const T* source = staged.pixel(0, by, bx) + ry * sw * cout;
+          for (int rx = std::max(0, -ox); rx < std::min(sw, width - ox); ++rx)
+            std::memcpy(out.pixel(0, oy + ry, ox + rx), source + rx * cout, cout * sizeof(T));
+        };
+        for (int bx = 0; bx < inner_first; ++bx) edge(bx);
+        for (int bx = inner_last; bx < blocks; ++bx) edge(bx);
       }
-  }
-
-  // --- overlapping kernels ---
-
-  /// The input indices i (first..last, inclusive) whose taps f = o + pad - i * stride fall in [0, kernel).
-  struct tap_range {
-    int first, last;
-  };
-  static constexpr tap_range taps_onto(int o, int pad, int stride, int kernel, int input_extent) noexcept {
-    const int high = o + pad, low = high - kernel + 1;  // i * stride in [low, high]; high >= 0
-    const int first = low <= 0 ? 0 : (low + stride - 1) / stride;
-    return {first, std::min(high / stride, input_extent - 1)};
-  }
-
-  void load_gather(const T* filter, const std::int32_t* bias, const reference::conv_requant& q) {
-    const auto cin = static_cast<std::size_t>(channels_);
-    packed_.assign(static_cast<std::size_t>(taps) * cin * cout, 0);
-    for (int oc = 0; oc < cout; ++oc)
-      for (int tap = 0; tap < taps; ++tap)
-        for (std::size_t ic = 0; ic < cin; ++ic)
-          packed_[(static_cast<std::size_t>(tap) * cin + ic) * cout + static_cast<std::size_t>(oc)] =
-              static_cast<std::int16_t>(filter[(static_cast<std::size_t>(oc) * taps + tap) * cin + ic] -
-                                        q.filter_zero_point);
-    for (int oc = 0; oc < cout; ++oc) bias_[static_cast<std::size_t>(oc)] = bias != nullptr ? bias[oc] : 0;
-    requant_ = q;
-    if constexpr (path::packs_pairs) pack_pairs();
-  }
-
-  // The gather's path (ops/transpose_conv/path.hpp); the members below that differ per path are defined out of class
-  // in ops/transpose_conv/scalar.hpp (gather_path) and ops/transpose_conv/avx2.hpp (pairs_path).
-  using path = kernels::tconv::native_path;
-  using lane = typename path::lane;
-  static constexpr int lane_blocks = (cout + 7) / 8;  // pairs_path: 8 output channels per register
-
-  /// pairs_path: packed_ regrouped as [tap][input channel pair][Cout rounded to 8][2] (missing channels: 0).
-  void pack_pairs();
-  /// pairs_path: acc += (x - input_zp) * w for one input pixel and one tap's pair block, two input channels per
-  /// vpmaddwd.
-  void accumulate_pairs(const T* x, const std::int16_t* w, lane (&acc)[lane_blocks]) const noexcept;
-  /// Every tap landing on output pixel (oy, ox), summed into `sums` (Cout entries, bias included).
-  void gather_pixel(const tensor_view<const T>& in, int oy, int ox, hw pad, std::array<std::int32_t, cout>& sums) const;
-
-  /// acc += (x - input_zp) * w over one input pixel's channels, w one tap's [Cin][Cout] block.
-  void accumulate(const T* x, const std::int16_t* w, std::array<std::int32_t, cout>& acc) const noexcept {
-    for (int ic = 0; ic < channels_; ++ic) {
-      const std::int32_t value = std::int32_t{x[ic]} - requant_.input_zero_point;
-      const std::int16_t* row = w + static_cast<std::ptrdiff_t>(ic) * cout;
-      for (int oc = 0; oc < cout; ++oc) acc[static_cast<std::size_t>(oc)] += value * row[oc];
+      const T* source = staged.pixel(0, by, inner_first);
+      T* target = out.pixel(0, oy + ry_first, (inner_first + ax.first_block) * sw - lead.w);
+      const int count = inner_last - inner_first;
+      if (!out.is_dense())
+        copy_blocks<false, false>(source, target, count, out, ry_first, ry_last);
+      else if (ry_first == 0 && ry_last == sh)
+        copy_blocks<true, true>(source, target, count, out, 0, sh);
+      else
+        copy_blocks<true, false>(source, target, count, out, ry_first, ry_last);
     }
   }
 
-  void run_gather(const tensor_view<const T>& in, const tensor_view<T>& out) const {
-    const hw pad = reference::transpose_conv_pads(out.dims(), params);
-    std::array<std::int32_t, cout> acc;
-    for (int oy = 0; oy < out.height(); ++oy)
-      for (int ox = 0; ox < out.width(); ++ox) {
-        gather_pixel(in, oy, ox, pad, acc);
-        T* result = out.pixel(0, oy, ox);
-        for (int oc = 0; oc < cout; ++oc)
-          result[oc] = requantize<Cfg.round, T>(acc[static_cast<std::size_t>(oc)], requant_.scale_for(oc),
-                                                requant_.output_zero_point, requant_.clamp.min, requant_.clamp.max);
+  /// Rows [ry_first, ry_last) of `count` staged blocks from `source` to output pixels from `target` (row ry_first),
+  /// s_w pixels per block and row; Dense: one copy per block and row, Full: all s_h rows (a compile-time count).
+  template <bool Dense, bool Full>
+  static void copy_blocks(const T* source, T* target, int count, const tensor_view<T>& out, int ry_first,
+                          int ry_last) noexcept {
+    const std::ptrdiff_t step = Dense ? cout : out.pixel_stride(), row_step = out.row_stride();
+    const int first = Full ? 0 : ry_first, last = Full ? sh : ry_last;
+    for (int bx = 0; bx < count; ++bx)
+      for (int ry = first; ry < last; ++ry) {
+        const T* from = source + bx * phases * cout + ry * sw * cout;
+        T* to = target + (ry - first) * row_step + bx * sw * step;
+        if constexpr (Dense) {
+          std::memcpy(to, from, sw * cout * sizeof(T));
+        } else {
+          for (int rx = 0; rx < sw; ++rx) std::memcpy(to + rx * step, from + rx * cout, cout * sizeof(T));
+        }
       }
   }
 
   int channels_ = 0;
   bool ready_ = false;
-  detail::vector<gemm> gemm_;  // one, when depth_to_space (built at load; pointwise has no empty state)
-  detail::vector<std::int16_t> packed_;
-  [[no_unique_address]] typename path::pairs_type pairs_;  // pairs_path: the filter as pair blocks
-  std::array<std::int32_t, cout> bias_{};
-  reference::conv_requant requant_;
+  detail::vector<gemm> gemm_;  // one, built at load (pointwise and conv2d have no empty state)
 };
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
-
-#include "mosaiq/ops/transpose_conv/avx2.hpp"
-#include "mosaiq/ops/transpose_conv/scalar.hpp"
