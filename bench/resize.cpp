@@ -190,6 +190,7 @@ void register_all() {
   }
   register_case<resize_mode::half_pixel, false, i8>(80, 80, 16);
   register_case<resize_mode::half_pixel, false, i8>(160, 160, 2);
+  register_case<resize_mode::half_pixel, false, i8>(32, 32, 24);  // the selfie decoder's 24 channels
   register_case<resize_mode::half_pixel, true, u8>(80, 80, 16);
   register_case<resize_mode::half_pixel, true, u8>(160, 160, 2);
   // Other ratios: the float32 any-ratio kernel.

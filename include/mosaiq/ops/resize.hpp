@@ -119,9 +119,9 @@ inline void run_row(const row_pass& r, bool dense) noexcept {
           break;
       }
     }
-    const int c = across_widths<Mode, Flip>(
+    const int widths_done = across_widths<Mode, Flip>(
         native_widths{}, 0, [&r]<class Kernels>(Kernels, int first) { return Kernels::pixel_blocks(r, first); });
-    scalar_pixels<Mode, Flip>(r, 0, r.width, c, r.channels);
+    scalar_pixels<Mode, Flip>(r, 0, r.width, overlapped_tail<Mode, Flip>(r, widths_done), r.channels);
   } else {
     (void)dense;
     scalar_pixels<Mode, Flip>(r, 0, r.width, 0, r.channels);

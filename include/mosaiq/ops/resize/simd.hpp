@@ -34,6 +34,11 @@ template <resize_mode Mode, byte Flip, class... Ops, class Step>
 [[gnu::always_inline]] inline int across_widths(byte_widths<Ops...>, int first, Step step) noexcept;
 template <resize_mode Mode, byte Flip, int G>
 inline void dense_row_with_edges(const row_pass& r) noexcept;
+/// Channels [c, channels) that the widths left (fewer than the narrowest width), where the pixel has at least that
+/// width: one block of the narrowest width ending at the last channel. It overlaps channels already made and writes
+/// them again with the same values. Returns the first channel left for the scalar twin.
+template <resize_mode Mode, byte Flip>
+[[gnu::noinline]] int overlapped_tail(const row_pass& r, int c) noexcept;
 /// `replication<T>::kernels`: the byte-vector kernels nearest 2x replicates rows of T elements with.
 template <quantized_element T>
 struct replication;
@@ -216,6 +221,13 @@ template <resize_mode Mode, byte Flip, class... Ops, class Step>
 [[gnu::always_inline]] inline int across_widths(byte_widths<Ops...>, int first, Step step) noexcept {
   ((first = step(vector_kernels<Ops, Mode, Flip>{}, first)), ...);
   return first;
+}
+
+template <resize_mode Mode, byte Flip>
+[[gnu::noinline]] int overlapped_tail(const row_pass& r, int c) noexcept {
+  using narrowest = vector_kernels<typename native_widths::narrowest, Mode, Flip>;
+  if (c >= r.channels || r.channels < narrowest::bytes) return c;
+  return narrowest::pixel_blocks(r, r.channels - narrowest::bytes);
 }
 
 template <resize_mode Mode, byte Flip, int G>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "mosaiq/simd/target.hpp"
 
@@ -17,6 +18,7 @@ struct byte_widths {};
 template <class Widest, class... Narrower>
 struct byte_widths<Widest, Narrower...> {
   using widest = Widest;
+  using narrowest = typename decltype((std::type_identity<Widest>{}, ..., std::type_identity<Narrower>{}))::type;
 };
 
 }  // namespace detail::upsample
