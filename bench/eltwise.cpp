@@ -335,6 +335,7 @@ void register_all() {
   register_window_pool<false, u8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<false, i8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<false, u8>(shape{32, 32, 32}, hw{3, 3}, hw{2, 2});
+  register_window_pool<false, u8>(shape{32, 32, 24}, hw{32, 32}, hw{32, 32});  // the selfie models' whole-map pool
   register_window_pool<true, u8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<true, i8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<true, u8>(shape{32, 32, 32}, hw{3, 3}, hw{2, 2});

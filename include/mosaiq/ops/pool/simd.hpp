@@ -116,9 +116,13 @@ void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out,
         for (; c + lanes::block <= channels; c += lanes::block)
           window_block<T>(first + c, in.pixel_stride(), in.row_stride(), rows, cols, target + c, lanes::block, divisor,
                           lo, hi);
-        if (c < channels)
-          window_block<T>(first + c, in.pixel_stride(), in.row_stride(), rows, cols, target + c, channels - c, divisor,
-                          lo, hi);
+        if (c < channels) {
+          // A partial last block after a full one runs as the block that ends at the last channel: it makes the
+          // channels it overlaps again, the same values (pools never run in place), with no per-tap copy.
+          const int last = channels >= lanes::block ? channels - lanes::block : c;
+          window_block<T>(first + last, in.pixel_stride(), in.row_stride(), rows, cols, target + last, channels - last,
+                          divisor, lo, hi);
+        }
       }
 }
 
