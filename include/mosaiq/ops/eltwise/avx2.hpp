@@ -213,11 +213,11 @@ struct add_linear_regs {
 };
 
 /// 32 elements on the linear form: t = a A + b B + C with two vpmulld per 8, the smallest fraction (t & (2^k - 1))
-/// of the 32 kept; when it is below the band some lane may be wrong and the whole block runs on the tables
-/// (nothing is written before, so out may be a or b).
-template <bool Clamp, quantized_element T>
+/// of the 32 kept; when it is below the band some lane may be wrong and the whole block runs on `exact(a, b, out, n)`
+/// (the tables or the arithmetic pipeline; nothing is written before, so out may be a or b).
+template <bool Clamp, quantized_element T, class Exact>
 [[gnu::always_inline]] inline void add_linear_block(const T* a, const T* b, T* out, const add_linear_regs& k,
-                                                    const add_table_regs& tables) noexcept {
+                                                    const Exact& exact) noexcept {
   __m256i z[4];
   __m256i low = k.fraction;
   for (int j = 0; j < 4; ++j) {
@@ -226,22 +226,22 @@ template <bool Clamp, quantized_element T>
     low = _mm256_min_epi32(low, _mm256_and_si256(t, k.fraction));
     z[j] = _mm256_sra_epi32(t, k.shift);
   }
-  if (_mm256_movemask_epi8(_mm256_cmpgt_epi32(k.band, low)) != 0) return add_table_span<T>(a, b, out, 32, tables);
+  if (_mm256_movemask_epi8(_mm256_cmpgt_epi32(k.band, low)) != 0) return exact(a, b, out, std::size_t{32});
   store_narrowed32_avx2<Clamp>(out, z, k.lo, k.hi);
 }
 
-/// add on the linear form, 32 elements per step, flagged blocks on the tables; a tail below 32 runs through
+/// add on the linear form, 32 elements per step, flagged blocks on `exact`; a tail below 32 runs through
 /// zero-padded copies.
-template <bool Clamp, quantized_element T>
+template <bool Clamp, quantized_element T, class Exact>
 inline void add_linear_span(const T* a, const T* b, T* out, std::size_t n, const add_linear_regs& k,
-                            const add_table_regs& tables) noexcept {
+                            const Exact& exact) noexcept {
   std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) add_linear_block<Clamp, T>(a + i, b + i, out + i, k, tables);
+  for (; i + 32 <= n; i += 32) add_linear_block<Clamp, T>(a + i, b + i, out + i, k, exact);
   if (i == n) return;
   T ta[32] = {}, tb[32] = {}, to[32];
   std::memcpy(ta, a + i, (n - i) * sizeof(T));
   std::memcpy(tb, b + i, (n - i) * sizeof(T));
-  add_linear_block<Clamp, T>(ta, tb, to, k, tables);
+  add_linear_block<Clamp, T>(ta, tb, to, k, exact);
   std::memcpy(out + i, to, (n - i) * sizeof(T));
 }
 

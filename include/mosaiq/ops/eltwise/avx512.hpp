@@ -9,6 +9,7 @@
 
 #include <immintrin.h>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -103,17 +104,6 @@ inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const 
 }
 #endif
 
-/// 64 elements (those of mask m) on the tables: one VBMI block, or four gather blocks.
-template <quantized_element T>
-inline void add_table_block64(const T* a, const T* b, T* out, __mmask64 m, const add_table_regs& k) noexcept {
-#if MOSAIQ_TARGET_AVX512_VBMI
-  add_table_block<T>(a, b, out, m, k);
-#else
-  for (int j = 0; j < 4; ++j)
-    add_table_block<T>(a + 16 * j, b + 16 * j, out + 16 * j, static_cast<__mmask16>(m >> (16 * j)), k);
-#endif
-}
-
 /// add's linear form (add_linear.hpp) in zmm registers.
 struct add_linear_regs {
   __m512i a_coef, b_coef, offset, fraction, band, lo, hi;
@@ -135,11 +125,12 @@ struct add_linear_regs {
 };
 
 /// 64 elements (mask m) on the linear form: t = a A + b B + C with two vpmulld per 16, a lane flagged when t's
-/// fraction is below the band; a block with a flagged lane runs on the tables (nothing written before, so out may be
-/// a or b). Two saturating packs and one dword permute narrow the 64 sums.
-template <bool Clamp, quantized_element T>
+/// fraction is below the band; a block with a flagged lane runs on `exact(a, b, out, n)` (the tables or the arithmetic
+/// pipeline; nothing written before, so out may be a or b). Two saturating packs and one dword permute narrow the
+/// 64 sums.
+template <bool Clamp, quantized_element T, class Exact>
 [[gnu::always_inline]] inline void add_linear_block(const T* a, const T* b, T* out, __mmask64 m,
-                                                    const add_linear_regs& k, const add_table_regs& tables) noexcept {
+                                                    const add_linear_regs& k, const Exact& exact) noexcept {
   __m512i z[4];
   __mmask16 flagged = 0;
   for (int j = 0; j < 4; ++j) {
@@ -152,7 +143,7 @@ template <bool Clamp, quantized_element T>
     flagged |= _mm512_mask_cmplt_epi32_mask(mj, _mm512_and_si512(t, k.fraction), k.band);
     z[j] = _mm512_sra_epi32(t, k.shift);
   }
-  if (flagged != 0) return add_table_block64<T>(a, b, out, m, tables);
+  if (flagged != 0) return exact(a, b, out, static_cast<std::size_t>(std::popcount(m)));  // m: the low n bits
   const __m512i words01 = _mm512_packs_epi32(z[0], z[1]), words23 = _mm512_packs_epi32(z[2], z[3]);
   __m512i bytes =
       element_traits<T>::is_signed ? _mm512_packs_epi16(words01, words23) : _mm512_packus_epi16(words01, words23);
@@ -167,13 +158,13 @@ template <bool Clamp, quantized_element T>
   _mm512_mask_storeu_epi8(out, m, bytes);
 }
 
-/// add on the linear form, 64 elements per step, flagged blocks on the tables.
-template <bool Clamp, quantized_element T>
+/// add on the linear form, 64 elements per step, flagged blocks on `exact`.
+template <bool Clamp, quantized_element T, class Exact>
 inline void add_linear_span(const T* a, const T* b, T* out, std::size_t n, const add_linear_regs& k,
-                            const add_table_regs& tables) noexcept {
+                            const Exact& exact) noexcept {
   std::size_t i = 0;
-  for (; i + 64 <= n; i += 64) add_linear_block<Clamp, T>(a + i, b + i, out + i, ~__mmask64{0}, k, tables);
-  if (i < n) add_linear_block<Clamp, T>(a + i, b + i, out + i, (std::uint64_t{1} << (n - i)) - 1, k, tables);
+  for (; i + 64 <= n; i += 64) add_linear_block<Clamp, T>(a + i, b + i, out + i, ~__mmask64{0}, k, exact);
+  if (i < n) add_linear_block<Clamp, T>(a + i, b + i, out + i, (std::uint64_t{1} << (n - i)) - 1, k, exact);
 }
 
 /// Broadcast add on the tables: out = clamp((table[v] + term) >> 8) for a run of one input (table: its own table)

@@ -25,7 +25,8 @@ namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
 
 // The vector path's entry points, declared for every target so that the branches of ops/eltwise.hpp that scalar
 // builds discard name declared functions; defined below where MOSAIQ_TARGET_SIMD, add_tables_broadcast by the
-// targets whose path has add tables (ops/eltwise/x86.hpp, neon.hpp).
+// targets whose path has add tables (ops/eltwise/x86.hpp, neon.hpp), add_linear_broadcast by those with a linear
+// form (x86.hpp).
 template <rounding R, quantized_element T>
 [[gnu::always_inline]] inline void add_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
                                                  const tensor_view<T>& out, const reference::add_params& params,
@@ -34,6 +35,10 @@ template <rounding R, quantized_element T>
 [[gnu::always_inline]] inline void add_tables_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
                                                         const tensor_view<T>& out, const reference::add_params& params,
                                                         const add_tables& tables, const held_line_sides* lines);
+template <rounding R, quantized_element T>
+[[gnu::always_inline]] inline void add_linear_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
+                                                        const tensor_view<T>& out, const reference::add_params& params,
+                                                        const add_linear& form, const held_line_sides* lines);
 template <class Path, rounding R, quantized_element T>
 [[gnu::always_inline]] inline void mul_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
                                                  const tensor_view<T>& out, const reference::mul_params& params,

@@ -20,6 +20,14 @@
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
 
+/// add's linear form on an element-wise run, its flagged blocks on `exact` (the tables or the arithmetic pipeline).
+template <quantized_element T, class Exact>
+inline void add_linear_run(const T* a, const T* b, T* out, std::size_t n, const add_linear_regs& linear,
+                           const Exact& exact) noexcept {
+  if (linear.clamps) return add_linear_span<true, T>(a, b, out, n, linear, exact);
+  add_linear_span<false, T>(a, b, out, n, linear, exact);
+}
+
 /// add's per-input tables as binary_kernels; a term is an input's table entry.
 template <quantized_element T>
 struct add_table_kernels : line_source {
@@ -34,8 +42,8 @@ struct add_table_kernels : line_source {
 
   void pair(const T* a, const T* b, T* out, std::size_t n) const {
     if (!tables.linear.usable) return add_table_span<T>(a, b, out, n, regs);
-    if (linear.clamps) return add_linear_span<true, T>(a, b, out, n, linear, regs);
-    add_linear_span<false, T>(a, b, out, n, linear, regs);
+    add_linear_run<T>(a, b, out, n, linear,
+                      [this](const T* x, const T* y, T* z, std::size_t m) { add_table_span<T>(x, y, z, m, regs); });
   }
   const std::int32_t* table(input side) const { return side == input::a ? tables.first.data() : tables.second.data(); }
   std::int32_t term(input side, T v) const { return table(side)[static_cast<std::uint8_t>(v)]; }
@@ -46,6 +54,27 @@ struct add_table_kernels : line_source {
     add_table_terms_span<true, T>(v, table(side), nullptr, term, out, n, clamp);
   }
 };
+
+/// add's arithmetic pipeline (where the tables are not exact) with the linear form in front of its element-wise runs.
+template <rounding R, quantized_element T>
+struct add_linear_pipeline_kernels : add_pipeline_kernels<R, T> {
+  add_linear_regs linear;
+
+  add_linear_pipeline_kernels(const reference::add_params& p, const add_linear& form, const held_line_sides* held)
+      : add_pipeline_kernels<R, T>(p, held), linear(add_linear_regs::of<T>(form, p.clamp)) {}
+
+  void pair(const T* a, const T* b, T* out, std::size_t n) const {
+    add_linear_run<T>(a, b, out, n, linear,
+                      [this](const T* x, const T* y, T* z, std::size_t m) { add_span<R, T>(x, y, z, m, this->regs); });
+  }
+};
+
+template <rounding R, quantized_element T>
+inline void add_linear_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
+                                 const tensor_view<T>& out, const reference::add_params& params, const add_linear& form,
+                                 const held_line_sides* lines) {
+  run_broadcast(a, b, out, add_linear_pipeline_kernels<R, T>(params, form, lines));
+}
 
 template <rounding R, quantized_element T>
 inline void add_tables_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
