@@ -127,15 +127,11 @@ class add {
   explicit add(const reference::add_params& params) : params_(params) {
     if constexpr (detail::eltwise::native_path::add_tables) {
       auto tables = detail::make_shared<detail::eltwise::add_tables>(detail::eltwise::make_add_tables<R, T>(params_));
-      if constexpr (detail::eltwise::native_path::linear_add) {
-        if (tables->exact) {
-          tables->linear = detail::eltwise::make_add_linear<R, T>(params_);
-        } else {  // in front of the arithmetic pipeline
-          auto form = detail::make_shared<detail::eltwise::add_linear>(detail::eltwise::make_add_linear<R, T>(params_));
-          if (form->usable) linear_ = std::move(form);
-        }
-      }
       if (tables->exact) tables_ = std::move(tables);
+    }
+    if constexpr (detail::eltwise::native_path::linear_add) {
+      auto form = detail::make_shared<detail::eltwise::add_linear>(detail::eltwise::make_add_linear<R, T>(params_));
+      if (form->usable) linear_ = std::move(form);
     }
     if constexpr (detail::eltwise::vector_kernels)
       if (params_.valid)
@@ -146,10 +142,7 @@ class add {
   /// Whether operator() runs the per-input tables (checked exact at construction) rather than the arithmetic pipeline.
   bool uses_tables() const noexcept { return tables_ != nullptr; }
   /// The linear form element-wise runs take in front of the tables or the pipeline (add_linear.hpp), or null.
-  const detail::eltwise::add_linear* linear_form() const noexcept {
-    if (tables_ != nullptr) return tables_->linear.usable ? &tables_->linear : nullptr;
-    return linear_.get();
-  }
+  const detail::eltwise::add_linear* linear_form() const noexcept { return linear_.get(); }
   /// The lines held inputs run on (held_lines.hpp; null in scalar builds).
   const detail::eltwise::held_line_sides* held_lines() const noexcept { return lines_.get(); }
   const reference::add_params& params() const noexcept { return params_; }
@@ -159,10 +152,11 @@ class add {
     if (!require(params_.valid, errc::invalid_argument, "add: params were not built by a successful make_add_params"))
       return;
     if constexpr (detail::eltwise::vector_kernels) {
+      if constexpr (detail::eltwise::native_path::linear_add)
+        if (linear_)
+          return detail::eltwise::add_linear_broadcast<R>(a, b, out, params_, *linear_, tables_.get(), lines_.get());
       if constexpr (detail::eltwise::native_path::add_tables)
         if (tables_) return detail::eltwise::add_tables_broadcast<R>(a, b, out, params_, *tables_, lines_.get());
-      if constexpr (detail::eltwise::native_path::linear_add)
-        if (linear_) return detail::eltwise::add_linear_broadcast<R>(a, b, out, params_, *linear_, lines_.get());
       detail::eltwise::add_broadcast<R>(a, b, out, params_, lines_.get());
     } else {
       reference::add<R, T>(a, b, out, params_);
@@ -172,7 +166,7 @@ class add {
  private:
   reference::add_params params_{};
   std::shared_ptr<const detail::eltwise::add_tables> tables_;      ///< null: run the arithmetic pipeline
-  std::shared_ptr<const detail::eltwise::add_linear> linear_;      ///< without tables: the pipeline's linear form
+  std::shared_ptr<const detail::eltwise::add_linear> linear_;      ///< null: no linear form in front of either
   std::shared_ptr<const detail::eltwise::held_line_sides> lines_;  ///< null: held inputs run as terms
 };
 

@@ -24,8 +24,6 @@ struct add_tables {
   /// the low byte of second), level2 low, level2 high.
   std::array<std::array<std::uint8_t, 256>, 6> planes{};
   bool exact = false;
-  /// The linear form run in front of the tables where the path has one (add_linear.hpp; else not usable).
-  add_linear linear{};
 };
 
 /// Largest |H| kept in a table entry: H1 + H2 + carry then fits int16 (the VBMI kernel adds 16-bit words).

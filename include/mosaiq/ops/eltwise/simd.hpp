@@ -38,7 +38,8 @@ template <rounding R, quantized_element T>
 template <rounding R, quantized_element T>
 [[gnu::always_inline]] inline void add_linear_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
                                                         const tensor_view<T>& out, const reference::add_params& params,
-                                                        const add_linear& form, const held_line_sides* lines);
+                                                        const add_linear& form, const add_tables* tables,
+                                                        const held_line_sides* lines);
 template <class Path, rounding R, quantized_element T>
 [[gnu::always_inline]] inline void mul_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
                                                  const tensor_view<T>& out, const reference::mul_params& params,

@@ -35,13 +35,19 @@ struct add_table_kernels : line_source {
   add_table_regs regs;
   clamp_range clamp;
 
-  add_linear_regs linear;  ///< used where tables.linear is usable
+  const add_linear* form;  ///< null: element-wise runs on the tables alone
+  add_linear_regs linear;  ///< form's constants
 
-  add_table_kernels(const add_tables& t, clamp_range c, const held_line_sides* held)
-      : line_source{held}, tables(t), regs(t, c), clamp(c), linear(add_linear_regs::of<T>(t.linear, c)) {}
+  add_table_kernels(const add_tables& t, clamp_range c, const held_line_sides* held, const add_linear* f = nullptr)
+      : line_source{held},
+        tables(t),
+        regs(t, c),
+        clamp(c),
+        form(f),
+        linear(add_linear_regs::of<T>(f ? *f : add_linear{}, c)) {}
 
   void pair(const T* a, const T* b, T* out, std::size_t n) const {
-    if (!tables.linear.usable) return add_table_span<T>(a, b, out, n, regs);
+    if (form == nullptr) return add_table_span<T>(a, b, out, n, regs);
     add_linear_run<T>(a, b, out, n, linear,
                       [this](const T* x, const T* y, T* z, std::size_t m) { add_table_span<T>(x, y, z, m, regs); });
   }
@@ -69,10 +75,13 @@ struct add_linear_pipeline_kernels : add_pipeline_kernels<R, T> {
   }
 };
 
+/// add with the linear form in front of its element-wise runs; flagged blocks and broadcast runs on the tables where
+/// they are exact (non-null), else on the arithmetic pipeline.
 template <rounding R, quantized_element T>
 inline void add_linear_broadcast(const tensor_view<const T>& a, const tensor_view<const T>& b,
                                  const tensor_view<T>& out, const reference::add_params& params, const add_linear& form,
-                                 const held_line_sides* lines) {
+                                 const add_tables* tables, const held_line_sides* lines) {
+  if (tables != nullptr) return run_broadcast(a, b, out, add_table_kernels<T>(*tables, params.clamp, lines, &form));
   run_broadcast(a, b, out, add_linear_pipeline_kernels<R, T>(params, form, lines));
 }
 
