@@ -101,15 +101,7 @@ namespace detail::dw {
 using kernels::dw::block, kernels::dw::group_taps;
 
 // The best path this target builds (every target builds the scalar one).
-#if MOSAIQ_TARGET_AVX512_VNNI
-using native_path = kernels::dw::vnni_path;
-#elif MOSAIQ_TARGET_AVX2
-using native_path = kernels::dw::avx2_path;
-#elif MOSAIQ_TARGET_NEON
-using native_path = kernels::dw::neon_path;
-#else
-using native_path = kernels::dw::scalar_path;
-#endif
+using native_path = simd::native_path_of<kernels::dw::path_for>;
 
 /// The requantization lanes a path's tiles read (Path::layer_lanes, chosen at load), or none.
 struct no_layer_lanes {

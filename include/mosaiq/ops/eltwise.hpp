@@ -88,15 +88,7 @@ namespace detail::eltwise {
 
 // The path this target runs: what its kernels add to the lane kernels of ops/eltwise/simd.hpp (every target builds
 // lanes_path).
-#if MOSAIQ_TARGET_AVX512
-using native_path = avx512_path;
-#elif MOSAIQ_TARGET_AVX2
-using native_path = avx2_path;
-#elif MOSAIQ_TARGET_NEON64
-using native_path = neon_path;
-#else
-using native_path = lanes_path;
-#endif
+using native_path = simd::native_path_of<path_for>;
 
 /// Whether this target runs the vector kernels of ops/eltwise/simd.hpp (else the reference ops).
 inline constexpr bool vector_kernels = MOSAIQ_TARGET_SIMD;

@@ -177,17 +177,7 @@ constexpr pointwise_tile default_tile(int out_channels) noexcept {
 }
 
 // The best path this target builds (every target builds the scalar one).
-#if MOSAIQ_TARGET_AVX512_VNNI
-using native_path = kernels::pw::vnni_path;
-#elif MOSAIQ_TARGET_AVX2_VNNI
-using native_path = kernels::pw::avx_vnni_path;
-#elif MOSAIQ_TARGET_AVX2
-using native_path = kernels::pw::avx2_path;
-#elif MOSAIQ_TARGET_NEON
-using native_path = kernels::pw::neon_path;
-#else
-using native_path = kernels::pw::scalar_path;
-#endif
+using native_path = simd::native_path_of<kernels::pw::path_for>;
 
 /// A path's per-layer lane constants (Path::layer_lanes: the requantization lanes its tiles read), the
 /// first base of pointwise; an empty base for paths without.

@@ -87,21 +87,10 @@ inline void pairs_scalar(const pair_table& table, const T* in, T* out, std::size
 /// Two-class softmax over `pixels` dense pairs.
 template <quantized_element T>
 inline void pairs_dense(const pair_table& table, const T* in, T* out, std::size_t pixels) noexcept {
-  [[maybe_unused]] constexpr byte flip = std::same_as<T, i8> ? 0x80 : 0x00;
-  [[maybe_unused]] const auto* in_bytes = reinterpret_cast<const byte*>(in);
-  [[maybe_unused]] auto* out_bytes = reinterpret_cast<byte*>(out);
-  std::size_t done = 0;
-#if MOSAIQ_TARGET_AVX512_VBMI
-  if (table.window_size() <= 128)
-    softmax_pairs::pairs_vbmi<true>(table, in_bytes, out_bytes, pixels, flip);
-  else
-    softmax_pairs::pairs_vbmi<false>(table, in_bytes, out_bytes, pixels, flip);
-  done = pixels;
-#elif MOSAIQ_TARGET_AVX2
-  if (table.window_size() <= 128) done = softmax_pairs::pairs_avx2(table, in_bytes, out_bytes, pixels, flip);
-#elif MOSAIQ_TARGET_NEON64
-  done = softmax_pairs::pairs_neon(table, in_bytes, out_bytes, pixels, flip);
-#endif
+  constexpr byte flip = std::same_as<T, i8> ? 0x80 : 0x00;
+  using vector_pairs = simd::native_path_of<softmax_pairs::pairs_for>;
+  const std::size_t done =
+      vector_pairs::run(table, reinterpret_cast<const byte*>(in), reinterpret_cast<byte*>(out), pixels, flip);
   pairs_scalar<T>(table, in + 2 * done, out + 2 * done, pixels - done);
 }
 

@@ -3,7 +3,9 @@
 // on any target (the test suite does, to run the scalar twins on their own).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 
 #include "mosaiq/simd/cpu.hpp"
@@ -36,6 +38,31 @@ inline constexpr isa native_isa = isa::neon;
 #else
 inline constexpr isa native_isa = isa::scalar;
 #endif
+
+/// Every ISA level, best first. An op registers each of its paths by specializing its `PathFor<level>` with a member
+/// `type`, in the file that defines the path and under that file's target test, so a level has a path exactly where
+/// its code is compiled; `native_path_of<PathFor>` is the path of the first level that has one. Every op registers a
+/// path for isa::scalar, so adding an ISA is one level here and one registration per op.
+inline constexpr isa levels_best_first[] = {isa::avx512_vnni, isa::avx512, isa::avx2_vnni,
+                                            isa::avx2,        isa::neon,   isa::scalar};
+
+template <template <isa> class PathFor, isa Level>
+concept registered_path = requires {
+  typename PathFor<Level>::type;
+};
+
+template <template <isa> class PathFor, std::size_t Index = 0>
+consteval isa first_registered_level() {
+  static_assert(Index < std::size(levels_best_first), "an op registers no path for isa::scalar");
+  if constexpr (registered_path<PathFor, levels_best_first[Index]>)
+    return levels_best_first[Index];
+  else
+    return first_registered_level<PathFor, Index + 1>();
+}
+
+/// The best path an op registers on this target.
+template <template <isa> class PathFor>
+using native_path_of = typename PathFor<first_registered_level<PathFor>()>::type;
 
 #if MOSAIQ_TARGET_AVX512
 using native_arch = xsimd::avx512bw;

@@ -102,6 +102,11 @@ struct avx2_path {
   }
 };
 
+template <>
+struct path_for<simd::isa::avx2> {
+  using type = avx2_path;
+};
+
 }  // namespace kernels::dw
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
 

@@ -280,6 +280,11 @@ struct vnni_path {
     });
   }
 };
+
+template <>
+struct path_for<simd::isa::avx512_vnni> {
+  using type = vnni_path;
+};
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif

@@ -106,6 +106,11 @@ struct neon_path {
   }
 };
 
+template <>
+struct path_for<simd::isa::neon> {
+  using type = neon_path;
+};
+
 }  // namespace kernels::dw
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
 

@@ -7,11 +7,16 @@
 #include <cstdint>
 #include <utility>
 
+#include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/epilogue.hpp"
 #include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 namespace kernels::dw {
+
+/// The path depthwise runs on an ISA level, registered by the file that defines it (simd::native_path_of).
+template <simd::isa>
+struct path_for {};
 
 inline constexpr int block = 16;      // channels per block, on every path
 inline constexpr int group_taps = 4;  // horizontal taps per group (one vpdpbusd lane)

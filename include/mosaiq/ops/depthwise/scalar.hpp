@@ -60,5 +60,10 @@ struct scalar_path {
   }
 };
 
+template <>
+struct path_for<simd::isa::scalar> {
+  using type = scalar_path;
+};
+
 }  // namespace kernels::dw
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

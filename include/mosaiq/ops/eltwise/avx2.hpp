@@ -252,6 +252,11 @@ struct avx2_path : lanes_path {
   using mul_folded = mul_folded_regs<ymm_ops>;
 };
 
+template <>
+struct path_for<simd::isa::avx2> {
+  using type = avx2_path;
+};
+
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
 
 #endif

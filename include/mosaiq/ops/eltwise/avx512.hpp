@@ -215,6 +215,11 @@ struct avx512_path : lanes_path {
   using mul_folded = mul_folded_regs<zmm_ops>;
 };
 
+template <>
+struct path_for<simd::isa::avx512> {
+  using type = avx512_path;
+};
+
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
 
 #endif

@@ -105,6 +105,11 @@ struct neon_path : lanes_path {
   static constexpr bool add_tables = true;
 };
 
+template <>
+struct path_for<simd::isa::neon> {
+  using type = neon_path;
+};
+
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
 
 #endif

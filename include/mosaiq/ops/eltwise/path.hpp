@@ -7,6 +7,7 @@
 
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/reference/eltwise.hpp"
+#include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
@@ -69,6 +70,15 @@ struct lanes_path {
   static constexpr bool linear_add = false;
   /// MUL's output step with its two roundings folded into one (used where its `usable`), or no_mul_folded.
   using mul_folded = no_mul_folded;
+};
+
+/// The path element-wise runs on an ISA level, registered by the file that defines it (simd::native_path_of).
+template <simd::isa>
+struct path_for {};
+
+template <>
+struct path_for<simd::isa::scalar> {
+  using type = lanes_path;
 };
 
 /// Whether Path has a folded MUL output step.

@@ -112,6 +112,11 @@ struct avx_vnni_path {
   }
 };
 
+template <>
+struct path_for<simd::isa::avx2_vnni> {
+  using type = avx_vnni_path;
+};
+
 }  // namespace kernels::pw
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
 

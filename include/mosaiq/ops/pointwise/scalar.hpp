@@ -47,5 +47,10 @@ struct scalar_path {
   }
 };
 
+template <>
+struct path_for<simd::isa::scalar> {
+  using type = scalar_path;
+};
+
 }  // namespace kernels::pw
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "mosaiq/core/quant.hpp"
+#include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
@@ -20,6 +21,10 @@ struct pointwise_tile {
 };
 
 namespace kernels::pw {
+
+/// The path pointwise runs on an ISA level, registered by the file that defines it (simd::native_path_of).
+template <simd::isa>
+struct path_for {};
 
 inline constexpr int block = 16;  // output channels per packed weight block, on every path
 inline constexpr int group = 4;   // consecutive input channels per dot product (a "k group")

@@ -40,6 +40,18 @@ inline std::size_t pairs_avx2(const pair_table& table, const byte* in, byte* out
   return j / 2;
 }
 
+/// The AVX2 pairs kernel: windows of at most 128 entries (else none: the scalar loop does every pair).
+struct avx2_pairs {
+  static std::size_t run(const pair_table& table, const byte* in, byte* out, std::size_t pixels, byte flip) noexcept {
+    return table.window_size() <= 128 ? pairs_avx2(table, in, out, pixels, flip) : 0;
+  }
+};
+
+template <>
+struct pairs_for<simd::isa::avx2> {
+  using type = avx2_pairs;
+};
+
 }  // namespace softmax_pairs
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
 

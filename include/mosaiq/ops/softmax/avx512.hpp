@@ -52,6 +52,22 @@ inline void pairs_vbmi(const pair_table& table, const byte* in, byte* out, std::
   }
 }
 
+/// The AVX-512 VBMI pairs kernel: every pixel, with one table lookup where the window fits 128 entries.
+struct vbmi_pairs {
+  static std::size_t run(const pair_table& table, const byte* in, byte* out, std::size_t pixels, byte flip) noexcept {
+    if (table.window_size() <= 128)
+      pairs_vbmi<true>(table, in, out, pixels, flip);
+    else
+      pairs_vbmi<false>(table, in, out, pixels, flip);
+    return pixels;
+  }
+};
+
+template <>
+struct pairs_for<simd::isa::avx512> {
+  using type = vbmi_pairs;
+};
+
 }  // namespace softmax_pairs
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
 

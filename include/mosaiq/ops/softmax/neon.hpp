@@ -53,6 +53,18 @@ inline std::size_t pairs_neon(const pair_table& table, const byte* in, byte* out
   return i;
 }
 
+/// The aarch64 NEON pairs kernel.
+struct neon_pairs {
+  static std::size_t run(const pair_table& table, const byte* in, byte* out, std::size_t pixels, byte flip) noexcept {
+    return pairs_neon(table, in, out, pixels, flip);
+  }
+};
+
+template <>
+struct pairs_for<simd::isa::neon> {
+  using type = neon_pairs;
+};
+
 }  // namespace softmax_pairs
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
@@ -37,6 +38,20 @@ struct pair_table {
         pshufb_deltas[32 * k + j] = pshufb_deltas[32 * k + 16 + j] = delta;
       }
   }
+};
+
+/// The pairs kernel a target runs on an ISA level, registered by the file that defines it (simd::native_path_of).
+template <simd::isa>
+struct pairs_for {};
+
+/// Targets without a pairs kernel: the front end's scalar loop does every pair.
+struct scalar_pairs {
+  static std::size_t run(const pair_table&, const byte*, byte*, std::size_t, byte) noexcept { return 0; }
+};
+
+template <>
+struct pairs_for<simd::isa::scalar> {
+  using type = scalar_pairs;
 };
 
 }  // namespace softmax_pairs
