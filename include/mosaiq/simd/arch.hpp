@@ -46,6 +46,12 @@ inline constexpr isa native_isa = isa::scalar;
 inline constexpr isa levels_best_first[] = {isa::avx512_vnni, isa::avx512, isa::avx2_vnni,
                                             isa::avx2,        isa::neon,   isa::scalar};
 
+/// The base of a registration: `template <> struct op_path_for<isa::avx2> : use_path<avx2_path> {};`.
+template <class Path>
+struct use_path {
+  using type = Path;
+};
+
 template <template <isa> class PathFor, isa Level>
 concept registered_path = requires {
   typename PathFor<Level>::type;

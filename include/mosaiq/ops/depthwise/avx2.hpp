@@ -103,9 +103,7 @@ struct avx2_path {
 };
 
 template <>
-struct path_for<simd::isa::avx2> {
-  using type = avx2_path;
-};
+struct path_for<simd::isa::avx2> : simd::use_path<avx2_path> {};
 
 }  // namespace kernels::dw
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

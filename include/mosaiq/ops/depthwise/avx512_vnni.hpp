@@ -282,9 +282,7 @@ struct vnni_path {
 };
 
 template <>
-struct path_for<simd::isa::avx512_vnni> {
-  using type = vnni_path;
-};
+struct path_for<simd::isa::avx512_vnni> : simd::use_path<vnni_path> {};
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif

@@ -216,9 +216,7 @@ struct avx512_path : lanes_path {
 };
 
 template <>
-struct path_for<simd::isa::avx512> {
-  using type = avx512_path;
-};
+struct path_for<simd::isa::avx512> : simd::use_path<avx512_path> {};
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
 

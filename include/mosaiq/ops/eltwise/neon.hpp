@@ -106,9 +106,7 @@ struct neon_path : lanes_path {
 };
 
 template <>
-struct path_for<simd::isa::neon> {
-  using type = neon_path;
-};
+struct path_for<simd::isa::neon> : simd::use_path<neon_path> {};
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise
 

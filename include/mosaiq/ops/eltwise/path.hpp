@@ -77,9 +77,7 @@ template <simd::isa>
 struct path_for {};
 
 template <>
-struct path_for<simd::isa::scalar> {
-  using type = lanes_path;
-};
+struct path_for<simd::isa::scalar> : simd::use_path<lanes_path> {};
 
 /// Whether Path has a folded MUL output step.
 template <class Path>

@@ -113,9 +113,7 @@ struct avx_vnni_path {
 };
 
 template <>
-struct path_for<simd::isa::avx2_vnni> {
-  using type = avx_vnni_path;
-};
+struct path_for<simd::isa::avx2_vnni> : simd::use_path<avx_vnni_path> {};
 
 }  // namespace kernels::pw
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

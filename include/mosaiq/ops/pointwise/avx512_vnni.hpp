@@ -156,9 +156,7 @@ struct vnni_path {
 };
 
 template <>
-struct path_for<simd::isa::avx512_vnni> {
-  using type = vnni_path;
-};
+struct path_for<simd::isa::avx512_vnni> : simd::use_path<vnni_path> {};
 
 /// Layers of at most 4 output channels (class-score heads) on AVX-512 VNNI: a vector holds 16
 /// pixels of one channel instead of 16 channels of one pixel (of which such a layer uses 1-4), so a

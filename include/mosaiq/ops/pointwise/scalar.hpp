@@ -48,9 +48,7 @@ struct scalar_path {
 };
 
 template <>
-struct path_for<simd::isa::scalar> {
-  using type = scalar_path;
-};
+struct path_for<simd::isa::scalar> : simd::use_path<scalar_path> {};
 
 }  // namespace kernels::pw
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

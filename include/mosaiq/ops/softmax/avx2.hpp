@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "mosaiq/ops/detail/byte_table.hpp"
+#include "mosaiq/ops/detail/byte_table/avx2.hpp"
 #include "mosaiq/ops/softmax/pair_table.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
@@ -48,9 +48,7 @@ struct avx2_pairs {
 };
 
 template <>
-struct pairs_for<simd::isa::avx2> {
-  using type = avx2_pairs;
-};
+struct pairs_for<simd::isa::avx2> : simd::use_path<avx2_pairs> {};
 
 }  // namespace softmax_pairs
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

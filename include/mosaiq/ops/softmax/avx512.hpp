@@ -64,9 +64,7 @@ struct vbmi_pairs {
 };
 
 template <>
-struct pairs_for<simd::isa::avx512> {
-  using type = vbmi_pairs;
-};
+struct pairs_for<simd::isa::avx512> : simd::use_path<vbmi_pairs> {};
 
 }  // namespace softmax_pairs
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -61,9 +61,7 @@ struct neon_pairs {
 };
 
 template <>
-struct pairs_for<simd::isa::neon> {
-  using type = neon_pairs;
-};
+struct pairs_for<simd::isa::neon> : simd::use_path<neon_pairs> {};
 
 }  // namespace softmax_pairs
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -50,9 +50,7 @@ struct scalar_pairs {
 };
 
 template <>
-struct pairs_for<simd::isa::scalar> {
-  using type = scalar_pairs;
-};
+struct pairs_for<simd::isa::scalar> : simd::use_path<scalar_pairs> {};
 
 }  // namespace softmax_pairs
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
