@@ -56,6 +56,11 @@
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
+namespace kernels::conv {
+/// The path this target runs.
+using native_path = simd::native_path_of<path_for>;
+}  // namespace kernels::conv
+
 /// Compile-time description of one general convolution layer.
 struct conv2d_config {
   int out_channels = 0;

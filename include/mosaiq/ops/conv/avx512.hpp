@@ -101,6 +101,9 @@ void pack_runs(const Patches& g, typename Patches::cursor begin, int count, type
   }
 }
 
+template <>
+struct path_for<simd::isa::avx512> : simd::use_path<register_path> {};
+
 }  // namespace kernels::conv
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
 

@@ -1,10 +1,11 @@
 // conv2d, the paths: how a target packs the GEMM rows of a block of patches beyond the gather-then-pack_row of
 // ops/conv.hpp (patch_rows::pack). Every target gathers; AVX-512 also builds interior patches of at most 64 bytes in
-// one register (pack_runs, ops/conv/avx512.hpp). ops/conv.hpp asks native_path.
+// one register (pack_runs, ops/conv/avx512.hpp). ops/conv.hpp asks its native path.
 #pragma once
 
 #include <cstdint>
 
+#include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::conv {
@@ -26,11 +27,12 @@ template <class Path, bool Sum, class Patches>
 void pack_runs(const Patches& g, typename Patches::cursor begin, int count, typename Path::input_type* rows, int padded,
                std::uint8_t flip, std::int32_t* sums, std::int32_t factor) noexcept;
 
-// The path this target runs.
-#if MOSAIQ_TARGET_AVX512
-using native_path = register_path;
-#else
-using native_path = gather_path;
-#endif
+/// The conv2d path a target runs on an ISA level, registered by the file that defines it (simd::native_path_of; the
+/// front end, ops/conv.hpp, picks after every path file is included).
+template <simd::isa>
+struct path_for {};
+
+template <>
+struct path_for<simd::isa::scalar> : simd::use_path<gather_path> {};
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::conv
