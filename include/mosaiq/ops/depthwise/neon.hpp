@@ -8,6 +8,7 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/ops/depthwise/row_job.hpp"
 #include "mosaiq/ops/detail/common.hpp"
+#include "mosaiq/ops/detail/common/neon.hpp"
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/target.hpp"
 

@@ -8,6 +8,7 @@
 #include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/ops/detail/common.hpp"
+#include "mosaiq/ops/detail/common/avx2.hpp"
 #include "mosaiq/ops/pointwise/tile.hpp"
 #include "mosaiq/simd/target.hpp"
 #include "mosaiq/simd/x86.hpp"

@@ -7,6 +7,7 @@
 
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/ops/detail/common.hpp"
+#include "mosaiq/ops/detail/common/neon.hpp"
 #include "mosaiq/ops/pointwise/tile.hpp"
 #include "mosaiq/simd/neon.hpp"
 #include "mosaiq/simd/target.hpp"
