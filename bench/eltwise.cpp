@@ -328,6 +328,9 @@ void register_all() {
     register_binary<u8>(binary_op::mul, dims, dims);
     register_binary<i8>(binary_op::mul, dims, dims);
   }
+  // The selfie models' attention gates: a 1x1x24 gate over a 32x32x24 map (24 channels, not a whole number of blocks).
+  register_binary<u8>(binary_op::mul, shape{32, 32, 24}, shape{1, 1, 24});
+  register_binary<i8>(binary_op::mul, shape{32, 32, 24}, shape{1, 1, 24});
   register_global_average_pool<u8>(shape{16, 16, 128});
   register_global_average_pool<i8>(shape{16, 16, 128});
   register_global_average_pool<u8>(shape{32, 32, 24});  // the selfie models' 24-channel squeeze-and-excitation

@@ -746,6 +746,78 @@ TEST_CASE("broadcast kernels: a wide per-channel vector is held in chunks of cha
   CHECK(out.values() == expected.values());
 }
 
+/// A per-channel vector (1x1xC) or a column (Hx1xC, batch 2) held over a map, against the reference for channel counts
+/// 1..72: whole blocks, the flat rows of held_lines.hpp's line_flat where C is not a whole number of blocks (its
+/// planes repeated over lcm(C, 16), block offsets modulo that period, a tail where W C is not a whole number of
+/// blocks) and the pixel-by-pixel rows where the period is too long or the pixels are not dense; odd maps, the held
+/// input on either side, dense, strided (map, out or both) and misaligned views with canaries, and in place.
+template <class T, class Op, class Reference>
+void check_held_channel_counts(const Op& op, Reference reference, std::mt19937& rng) {
+  constexpr std::array<int, 2> strides[] = {{0, 0}, {0, 2}, {3, 4}};  // extra elements per pixel: map, out
+  for (int channels = 1; channels <= 72; ++channels)
+    for (const shape map_dims : {shape{3, 5, channels}, shape{1, 7, channels}, shape{4, 4, channels}})
+      for (const bool column : {false, true})
+        for (const bool held_a : {false, true})
+          for (const auto& extra : strides) {
+            const int batch = column ? 2 : 1;
+            placed_tensor<T> map(map_dims, batch, extra[0], extra[0] != 0 ? 1 : 0);
+            placed_tensor<T> held(shape{column ? map_dims.height : 1, 1, channels}, 1, extra[1], 2);
+            placed_tensor<T> out(map_dims, batch, extra[1], extra[1] != 0 ? 3 : 0);
+            placed_tensor<T> expected(map_dims, batch, 0, 0);
+            map.fill_random(rng);
+            held.fill_random(rng);
+            const tensor_view<T> a = held_a ? held.view() : map.view(), b = held_a ? map.view() : held.view();
+            reference(a, b, expected.view());
+            op(a, b, out.view());
+            CAPTURE(channels);
+            CAPTURE(map_dims.height);
+            CAPTURE(map_dims.width);
+            CAPTURE(column);
+            CAPTURE(held_a);
+            CAPTURE(extra[0]);
+            CAPTURE(extra[1]);
+            CHECK(out.values() == expected.values());
+            CHECK(out.first_damaged_canary() == -1);
+            CHECK(map.first_damaged_canary() == -1);
+            if (extra[0] == 0) {  // in place: out is the map
+              op(a, b, map.view());
+              CHECK(map.values() == expected.values());
+              CHECK(map.first_damaged_canary() == -1);
+            }
+          }
+}
+
+template <class T, rounding R>
+void check_held_channel_counts_ops() {
+  std::mt19937 rng(24);
+  const int zp = std::is_same_v<T, u8> ? 128 : 0;
+  const quant_params map{0.05f, zp - 3}, out{0.07f, zp + 2}, gate{1.0f / 256, zp - 128}, branch{0.03f, zp + 9};
+  mosaiq::test::random_quant<T> random(rng);
+  for (const activation act : {activation::none, activation::relu6}) {
+    const mosaiq::mul<T, R> gated(map, gate, out, act), mul(random(), random(), random(), act);
+    const mosaiq::add<T, R> add(map, branch, out, act);
+    const auto mul_reference = [](const mosaiq::mul<T, R>& op) {
+      return [&op](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> o) {
+        ref::mul<R, T>(a, b, o, op.params());
+      };
+    };
+    check_held_channel_counts<T>(gated, mul_reference(gated), rng);
+    if (mul.valid()) check_held_channel_counts<T>(mul, mul_reference(mul), rng);
+    check_held_channel_counts<T>(
+        add,
+        [&add](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> o) {
+          ref::add<R, T>(a, b, o, add.params());
+        },
+        rng);
+  }
+}
+
+TEST_CASE_TEMPLATE("held lines: channel counts 1..72 over odd maps, flat and pixel rows, strided, in place", T, u8,
+                   i8) {
+  check_held_channel_counts_ops<T, rounding::tflite_reference>();
+  check_held_channel_counts_ops<T, rounding::single_round>();
+}
+
 TEST_CASE("mul kernel: misuse is reported and writes nothing") {
   mosaiq::test::recording_handler errors;
   std::vector<u8> a(24, 1), b(24, 2), out(24, 9);

@@ -17,8 +17,8 @@
 //
 // The vector kernels every SIMD target runs live beside this front end in ops/eltwise/simd.hpp (lanes, broadcasting);
 // per-ISA kernels in ops/eltwise/avx2.hpp (table gathers, 32-element held lines), avx512.hpp (VBMI byte-plane tables,
-// gathers), x86.hpp (add's table kernels on both), mul_words.hpp (MUL's folded kernels on both), neon.hpp (tbl
-// tables); add_tables.hpp builds add's tables; each target's path (ops/eltwise/path.hpp) says which it has.
+// gathers), x86.hpp, mul_words.hpp, x86_regs.hpp (on both: add's tables, MUL's folded kernels, add's linear registers),
+// neon.hpp (tbl tables); add_tables.hpp builds add's tables; each target's path (ops/eltwise/path.hpp) says which.
 //
 // mul: TFLite's MUL, out = clamp(zp + MultiplyByQuantizedMultiplier((a - zp_a)(b - zp_b), M)); the products are exact
 // in int32 lanes. AVX2 and AVX-512 fold the multiplier's two roundings into one floor (mul_fold, ops/eltwise/path.hpp;

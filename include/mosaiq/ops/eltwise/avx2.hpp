@@ -21,6 +21,7 @@
 #include "mosaiq/ops/eltwise/add_tables.hpp"
 #include "mosaiq/ops/eltwise/mul_words.hpp"
 #include "mosaiq/ops/eltwise/path.hpp"
+#include "mosaiq/ops/eltwise/x86_regs.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/simd/x86.hpp"
 
@@ -193,24 +194,7 @@ inline std::size_t line_columns_avx2(const T* run, std::ptrdiff_t run_step, T* o
 }
 
 /// add's linear form (add_linear.hpp) in ymm registers.
-struct add_linear_regs {
-  __m256i a_coef, b_coef, offset, fraction, band, lo, hi;
-  __m128i shift;
-  bool clamps;  ///< false when the clamp is T's whole range: the saturating packs are the clamp
-
-  template <quantized_element T>
-  static add_linear_regs of(const add_linear& l, clamp_range clamp) noexcept {
-    return {_mm256_set1_epi32(l.a_coef),
-            _mm256_set1_epi32(l.b_coef),
-            _mm256_set1_epi32(l.offset),
-            _mm256_set1_epi32((std::int32_t{1} << l.shift) - 1),
-            _mm256_set1_epi32(l.band),
-            _mm256_set1_epi8(static_cast<char>(clamp.min)),
-            _mm256_set1_epi8(static_cast<char>(clamp.max)),
-            _mm_cvtsi32_si128(l.shift),
-            clamp.min != element_traits<T>::min || clamp.max != element_traits<T>::max};
-  }
-};
+using add_linear_regs = linear_add_regs<ymm_ops>;
 
 /// 32 elements on the linear form: t = a A + b B + C with two vpmulld per 8, the smallest fraction (t & (2^k - 1))
 /// of the 32 kept; when it is below the band some lane may be wrong and the whole block runs on `exact(a, b, out, n)`

@@ -19,6 +19,7 @@
 #include "mosaiq/ops/eltwise/add_tables.hpp"
 #include "mosaiq/ops/eltwise/mul_words.hpp"
 #include "mosaiq/ops/eltwise/path.hpp"
+#include "mosaiq/ops/eltwise/x86_regs.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::eltwise {
 
@@ -104,25 +105,34 @@ inline void add_table_span(const T* a, const T* b, T* out, std::size_t n, const 
 }
 #endif
 
-/// add's linear form (add_linear.hpp) in zmm registers.
-struct add_linear_regs {
-  __m512i a_coef, b_coef, offset, fraction, band, lo, hi;
-  __m128i shift;
-  bool clamps;  ///< false when the clamp is T's whole range: the saturating packs are the clamp
-
-  template <quantized_element T>
-  static add_linear_regs of(const add_linear& l, clamp_range clamp) noexcept {
-    return {_mm512_set1_epi32(l.a_coef),
-            _mm512_set1_epi32(l.b_coef),
-            _mm512_set1_epi32(l.offset),
-            _mm512_set1_epi32((std::int32_t{1} << l.shift) - 1),
-            _mm512_set1_epi32(l.band),
-            _mm512_set1_epi8(static_cast<char>(clamp.min)),
-            _mm512_set1_epi8(static_cast<char>(clamp.max)),
-            _mm_cvtsi32_si128(l.shift),
-            clamp.min != element_traits<T>::min || clamp.max != element_traits<T>::max};
+/// The 512-bit instructions of MUL's folded kernels (ops/eltwise/mul_words.hpp; see ymm_ops in avx2.hpp).
+struct zmm_ops {
+  using vec = __m512i;
+  static constexpr std::size_t bytes = 64;
+  static vec mul_even(vec a, vec b) noexcept { return _mm512_mul_epi32(a, b); }
+  /// The even dwords of even, the odd ones of odd.
+  static vec odd_dwords(vec even, vec odd) noexcept { return _mm512_mask_blend_epi32(0xaaaa, even, odd); }
+  /// The odd (high) dwords of even and of odd, in place of the even and the odd dwords.
+  static vec high_dwords(vec even, vec odd) noexcept {
+    return _mm512_mask_shuffle_epi32(odd, 0x5555, even, _MM_PERM_DDBB);
+  }
+  static vec mulhi16(vec a, vec b) noexcept { return _mm512_mulhi_epi16(a, b); }
+  static vec adds16(vec a, vec b) noexcept { return _mm512_adds_epi16(a, b); }
+  static vec packs32(vec a, vec b) noexcept { return _mm512_packs_epi32(a, b); }
+  static vec widen_bytes(vec v, int h) noexcept {
+    return h ? _mm512_unpackhi_epi8(v, _mm512_setzero_si512()) : _mm512_unpacklo_epi8(v, _mm512_setzero_si512());
+  }
+  static vec interleave_words(vec low, vec high, int h) noexcept {
+    return h ? _mm512_unpackhi_epi16(low, high) : _mm512_unpacklo_epi16(low, high);
+  }
+  template <bool Signed>
+  static vec pack16(vec a, vec b) noexcept {
+    return Signed ? _mm512_packs_epi16(a, b) : _mm512_packus_epi16(a, b);
   }
 };
+
+/// add's linear form (add_linear.hpp) in zmm registers.
+using add_linear_regs = linear_add_regs<zmm_ops>;
 
 /// 64 elements (mask m) on the linear form: t = a A + b B + C with two vpmulld per 16, a lane flagged when t's
 /// fraction is below the band; a block with a flagged lane runs on `exact(a, b, out, n)` (the tables or the arithmetic
@@ -181,32 +191,6 @@ inline void add_table_terms_span(const T* v, const std::int32_t* table, const st
     _mm512_mask_cvtepi32_storeu_epi8(out + i, m, _mm512_min_epi32(_mm512_max_epi32(_mm512_srai_epi32(sum, 8), lo), hi));
   }
 }
-
-/// The 512-bit instructions of MUL's folded kernels (ops/eltwise/mul_words.hpp; see ymm_ops in avx2.hpp).
-struct zmm_ops {
-  using vec = __m512i;
-  static constexpr std::size_t bytes = 64;
-  static vec mul_even(vec a, vec b) noexcept { return _mm512_mul_epi32(a, b); }
-  /// The even dwords of even, the odd ones of odd.
-  static vec odd_dwords(vec even, vec odd) noexcept { return _mm512_mask_blend_epi32(0xaaaa, even, odd); }
-  /// The odd (high) dwords of even and of odd, in place of the even and the odd dwords.
-  static vec high_dwords(vec even, vec odd) noexcept {
-    return _mm512_mask_shuffle_epi32(odd, 0x5555, even, _MM_PERM_DDBB);
-  }
-  static vec mulhi16(vec a, vec b) noexcept { return _mm512_mulhi_epi16(a, b); }
-  static vec adds16(vec a, vec b) noexcept { return _mm512_adds_epi16(a, b); }
-  static vec packs32(vec a, vec b) noexcept { return _mm512_packs_epi32(a, b); }
-  static vec widen_bytes(vec v, int h) noexcept {
-    return h ? _mm512_unpackhi_epi8(v, _mm512_setzero_si512()) : _mm512_unpacklo_epi8(v, _mm512_setzero_si512());
-  }
-  static vec interleave_words(vec low, vec high, int h) noexcept {
-    return h ? _mm512_unpackhi_epi16(low, high) : _mm512_unpacklo_epi16(low, high);
-  }
-  template <bool Signed>
-  static vec pack16(vec a, vec b) noexcept {
-    return Signed ? _mm512_packs_epi16(a, b) : _mm512_packus_epi16(a, b);
-  }
-};
 
 /// The AVX-512 path: add's tables and linear form (ops/eltwise/x86.hpp), MUL's folded output step.
 struct avx512_path : lanes_path {

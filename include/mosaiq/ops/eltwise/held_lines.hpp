@@ -212,6 +212,13 @@ struct line_planes {
     }
     return true;
   }
+
+  /// Repeats entries [0, count) over [count, period) (period: a multiple of count, at most Capacity), the planes of a
+  /// flat run of pixels of count channels read block by block at the block's offset modulo period (line_flat).
+  void repeat(int count, int period) noexcept {
+    for (int plane = 0; plane < 3; ++plane)
+      for (int c = count; c < period; ++c) values[plane * stride + c] = values[plane * stride + c - count];
+  }
 };
 
 /// The split point and clamp of a side in broadcast registers (and in ymm for the AVX2 blocks).
@@ -249,6 +256,17 @@ template <bool Split, quantized_element T>
   lanes::narrow<T>(out, x);
 }
 
+/// The last `rest` (< lanes::block) elements of a run through zero-padded copies.
+template <bool Split, quantized_element T>
+[[gnu::always_inline]] inline void line_tail(const T* run, T* out, std::size_t rest, const std::int32_t* slope,
+                                             const std::int32_t* offset, const std::int32_t* below,
+                                             const line_regs& k) noexcept {
+  T tv[lanes::block] = {}, to[lanes::block];
+  std::memcpy(tv, run, rest * sizeof(T));
+  line_block<Split, T>(tv, slope, offset, below, to, k);
+  std::memcpy(out, to, rest * sizeof(T));
+}
+
 /// A row of pixels: pixel p's n channels at run + p * run_step against the lines of the channels, written to out + p *
 /// out_step (n at most the planes' capacity). AVX2 takes blocks of 32 channels over the whole row first, the lane
 /// blocks the rest of each pixel (whole 16-element blocks, then a zero-padded copy of the tail).
@@ -265,12 +283,25 @@ inline void line_row(const T* run, std::ptrdiff_t run_step, T* out, std::ptrdiff
     std::size_t i = done;
     for (; i + lanes::block <= n; i += lanes::block)
       line_block<Split, T>(run + i, slope + i, offset + i, below + i, out + i, k);
-    if (i == n) continue;
-    T tv[lanes::block] = {}, to[lanes::block];
-    std::memcpy(tv, run + i, (n - i) * sizeof(T));
-    line_block<Split, T>(tv, slope + i, offset + i, below + i, to, k);
-    std::memcpy(out + i, to, (n - i) * sizeof(T));
+    if (i < n) line_tail<Split, T>(run + i, out + i, n - i, slope + i, offset + i, below + i, k);
   }
+}
+
+/// A flat run of n elements, dense pixels whose channel count divides `period` (a multiple of lanes::block), against
+/// planes repeated over the period (line_planes::repeat): block i reads the planes at offset i modulo period, so the
+/// pixels' channel count needs no whole blocks and only the run's last block goes through a zero-padded copy. Each
+/// block is read before it is written: out may be run.
+template <bool Split, quantized_element T, int Capacity>
+inline void line_flat(const T* run, T* out, std::size_t n, std::size_t period, const line_planes<Capacity>& planes,
+                      const line_regs& k) noexcept {
+  const std::int32_t *slope = planes.slope(), *offset = planes.offset(), *below = planes.below();
+  std::size_t i = 0, phase = 0;
+  for (; i + lanes::block <= n; i += lanes::block) {
+    line_block<Split, T>(run + i, slope + phase, offset + phase, below + phase, out + i, k);
+    phase += lanes::block;
+    if (phase == period) phase = 0;
+  }
+  if (i < n) line_tail<Split, T>(run + i, out + i, n - i, slope + phase, offset + phase, below + phase, k);
 }
 #endif
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
@@ -277,23 +278,42 @@ void run_held_scalar(input side, const tensor_view<const T>& v, std::int32_t ter
         k.with_term(side, v.pixel(n, y, x), term, out.pixel(n, y, x), static_cast<std::size_t>(out.channels()));
 }
 
-/// Row (n, y) of a chunk of channels against their held lines (line_row).
+/// Row (n, y) of a chunk of channels against their held lines: pixel by pixel (line_row), or as one flat run
+/// (line_flat) where period is not 0 (flat_period).
 template <quantized_element T, int Capacity>
 void run_line_row(const tensor_view<const T>& run, const tensor_view<T>& out, int n, int y, int first, int count,
-                  const line_planes<Capacity>& planes, const held_lines& lines) {
+                  int period, const line_planes<Capacity>& planes, const held_lines& lines) {
   const line_regs regs = line_regs::of<T>(lines);
   const T* run_row = broadcast_pixel(run, n, y, 0) + first;
   T* out_row = out.pixel(n, y, 0) + first;
   const auto size = static_cast<std::size_t>(count);
+  const auto row = [&]<bool Split>() {
+    if (period != 0)
+      return line_flat<Split, T>(run_row, out_row, size * static_cast<std::size_t>(out.width()),
+                                 static_cast<std::size_t>(period), planes, regs);
+    line_row<Split, T>(run_row, run.pixel_stride(), out_row, out.pixel_stride(), out.width(), planes, size, regs);
+  };
   if (lines.has_split())
-    line_row<true, T>(run_row, run.pixel_stride(), out_row, out.pixel_stride(), out.width(), planes, size, regs);
+    row.template operator()<true>();
   else
-    line_row<false, T>(run_row, run.pixel_stride(), out_row, out.pixel_stride(), out.width(), planes, size, regs);
+    row.template operator()<false>();
+}
+
+/// The period of line_flat's planes for rows of run and out (lcm(C, lanes::block)), or 0 where the rows run pixel by
+/// pixel: C a whole number of blocks (line_row has no partial block then), pixels not dense, or a period longer than
+/// the planes' capacity.
+template <quantized_element T>
+int flat_period(const tensor_view<const T>& run, const tensor_view<T>& out, int capacity) noexcept {
+  const int channels = out.channels();
+  if (channels % lanes::block == 0 || !run.is_dense() || !out.is_dense()) return 0;
+  const int period = std::lcm(channels, lanes::block);
+  return period <= capacity ? period : 0;
 }
 
 /// Both inputs have out's channel count but `held` is constant along x (width 1) where `run` is not (a per-channel
 /// vector, a column): the held pixel's channels are turned into their lines (held_lines.hpp) or, where one has no
-/// exact line, into terms, once per chunk of channels, and reused until the held pixel changes.
+/// exact line, into terms, once per chunk of channels, and reused until the held pixel changes. Rows of dense pixels
+/// whose channel count is not a whole number of blocks run on the lines as one flat run per row (flat_period).
 template <quantized_element T, class K>
 void run_held_channels(input run_side, const tensor_view<const T>& run, const tensor_view<const T>& held,
                        const tensor_view<T>& out, const K& k) {
@@ -302,6 +322,7 @@ void run_held_channels(input run_side, const tensor_view<const T>& run, const te
   line_planes<chunk> planes;
   const input held_side = run_side == input::a ? input::b : input::a;
   const held_lines* lines = k.lines(held_side);
+  const int period = flat_period(run, out, chunk);
   for (int first = 0; first < out.channels(); first += chunk) {
     const int count = std::min(chunk, out.channels() - first);
     const T* cached = nullptr;
@@ -311,12 +332,13 @@ void run_held_channels(input run_side, const tensor_view<const T>& run, const te
         const T* held_pixel = broadcast_pixel(held, n, y, 0) + first;
         if (held_pixel != cached) {
           on_lines = lines != nullptr && planes.fill(*lines, held_pixel, count);
+          if (on_lines && period != 0) planes.repeat(count, period);
           if (!on_lines)
             for (int c = 0; c < count; ++c) terms[c] = k.term(held_side, held_pixel[c]);
           cached = held_pixel;
         }
         if (on_lines) {
-          run_line_row(run, out, n, y, first, count, planes, *lines);
+          run_line_row(run, out, n, y, first, count, period, planes, *lines);
           continue;
         }
         for (int x = 0; x < out.width(); ++x)
