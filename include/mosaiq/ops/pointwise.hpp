@@ -36,7 +36,8 @@
 // VNNI (vpmaddwd on int16), NEON (sdot, or smull/sadalp), scalar. The AVX-512 VNNI epilogue
 // requantizes with simd::avx512::requant_lanes (one 64-bit product per lane, the zero point folded
 // into its offsets when no activation clamps) wherever the scales allow; load() decides
-// (kernels::requant_epilogue). u8 inputs whose channels fill whole k groups are read in place.
+// (kernels::requant_epilogue). u8 inputs whose channels fill whole k groups are read in place, split
+// weights' pixel offsets then summed from them 16 rows at a time (vnni_path::row_sums).
 // Layers of at most 4 output channels (class-score heads) take a narrow kernel on AVX-512 VNNI
 // instead (kernels::pw::narrow_tile): 16 pixels per vector, one accumulator per channel, rows read
 // in place through a 4x4 dword transpose of 16-byte row chunks; 64x64 32->2 8.6 -> 3.4 us.
@@ -161,6 +162,19 @@ inline constexpr bool computes_quads = requires {
   requires Path::quad_tiles;
 };
 
+/// Whether Path sums rows read in place (Path::row_sums: the split-weight pixel offsets without a packed copy).
+template <class Path>
+concept sums_rows = requires(const std::uint8_t* rows, std::int32_t* sums) {
+  Path::row_sums(rows, std::ptrdiff_t{1}, 1, 1, std::int32_t{1}, sums);
+};
+
+/// Path::row_sums where Path has it (only layers of such paths call this).
+template <class Path>
+void row_sums(const std::uint8_t* rows, std::ptrdiff_t stride, int channels, int count, std::int32_t factor,
+              std::int32_t* sums) noexcept {
+  if constexpr (sums_rows<Path>) Path::row_sums(rows, stride, channels, count, factor, sums);
+}
+
 /// Whether Path's layers run AMX tiles (ops/pointwise/amx.hpp) where simd::amx::enabled() at load.
 template <class Path>
 inline constexpr bool runs_amx = requires {
@@ -241,6 +255,8 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
   using lane_requant = kernels::requant_epilogue;
   // The VNNI tile (and the AMX epilogue) can requantize with simd::avx512::requant_lanes.
   static constexpr bool lane_epilogues = detail::pw::has_lane_epilogues<path>;
+  // Split weights' pixel offsets can come from input rows read in place (Path::row_sums).
+  static constexpr bool sums_in_place = detail::pw::sums_rows<path>;
 
   // At most 4 output channels: the VNNI path's narrow kernel (16 pixels per vector, see
   // kernels::pw::narrow_tile) instead of 16-channel tiles; AMX layers keep their tiles.
@@ -492,11 +508,12 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
                               .out = nullptr,
                               .out_stride = out_stride,
                               .valid_channels = 0};
-    // Input pixels the tile can read as they are (bytes it wants, whole k groups, no split-weight
-    // sums): skip the packed copy, which took 2.4% of a 28x28x256 layer.
+    // Input pixels the tile can read as they are (bytes it wants, whole k groups; split-weight sums
+    // where the path computes them from rows in place): skip the packed copy, which took 2.4% of a
+    // 28x28x256 layer.
     const std::uint8_t* direct = nullptr;
     if constexpr (std::same_as<Rows, detail::pw::pixel_rows> && std::same_as<input_type, std::uint8_t> && flip == 0) {
-      if (!split_weights_ && rows.channels % kernels::pw::group == 0) {
+      if ((!split_weights_ || sums_in_place) && rows.channels % kernels::pw::group == 0) {
         direct = rows.base;
         job.input_stride = rows.stride;
       }
@@ -507,6 +524,11 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
       const int block_pixels = static_cast<int>(std::min<std::ptrdiff_t>(l.block_pixels, pixels - p0));
       if (direct) {
         job.input = direct + p0 * job.input_stride;
+        if constexpr (sums_in_place) {
+          if (split_weights_)
+            detail::pw::row_sums<path>(direct + p0 * job.input_stride, job.input_stride, rows.channels, block_pixels,
+                                       split_factor_, pixel_offsets);
+        }
       } else if (split_weights_) {
         rows.template pack<path, true>(p0, block_pixels, packed, padded, flip, pixel_offsets, split_factor_);
       } else {

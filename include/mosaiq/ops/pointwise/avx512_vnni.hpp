@@ -33,6 +33,27 @@ namespace kernels::pw {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
+/// One 16-byte chunk of 16 rows: the first `chunk` bytes of each (byte-masked xmm loads, nothing past them is
+/// read), row 4j + q into 128-bit lane j of r[q]; rows `stride` bytes apart from `row`, those past `last` (unless
+/// Full) read row `last` again. One running address keeps the general registers free (16 row addresses spilled).
+template <bool Full>
+[[gnu::always_inline]] inline void load_chunk_rows(std::uintptr_t row, std::ptrdiff_t stride, __mmask16 chunk, int last,
+                                                   __m512i (&r)[4]) noexcept {
+#pragma GCC unroll 16
+  for (int p = 0; p < 16; ++p) {
+    const __m128i bytes = _mm_maskz_loadu_epi8(chunk, reinterpret_cast<const void*>(row));
+    if (p < 4)
+      r[p] = _mm512_castsi128_si512(bytes);
+    else if (p < 8)
+      r[p % 4] = _mm512_inserti32x4(r[p % 4], bytes, 1);
+    else if (p < 12)
+      r[p % 4] = _mm512_inserti32x4(r[p % 4], bytes, 2);
+    else
+      r[p % 4] = _mm512_inserti32x4(r[p % 4], bytes, 3);
+    if (Full || p < last) row += static_cast<std::uintptr_t>(stride);
+  }
+}
+
 /// The VNNI layer's lanes (a base of pointwise: detail::pw::layer_lanes), in the layer's order.
 struct vnni_layer_lanes {
   detail::vector<simd::avx512::requant_lanes> lanes_;          // VNNI and AMX layers: per block of 16 channels
@@ -87,6 +108,34 @@ struct vnni_path {
       if constexpr (Sum) sums = _mm512_add_epi64(sums, _mm512_sad_epu8(v, _mm512_setzero_si512()));
     }
     return Sum ? static_cast<std::int32_t>(_mm512_reduce_add_epi64(sums)) : 0;
+  }
+
+  /// sums[i] = factor * sum of the `channels` bytes of row i, rows `stride` bytes apart from `rows`, i < count:
+  /// the split-weight pixel offsets of rows the tile reads in place (u8 inputs, whole k groups). 16 rows at a
+  /// time, as the narrow kernel reads them: per 16-byte chunk, byte-masked xmm loads (nothing past a row's
+  /// `channels` bytes is read) inserted as row 4j + q into 128-bit lane j of vector q, one vpdpbusd against ones
+  /// per vector, then a 4x4 dword transpose-add. Packing each row with its sum cost more than the tile's own
+  /// dot products on layers of 16-24 input channels.
+  static void row_sums(const std::uint8_t* rows, std::ptrdiff_t stride, int channels, int count, std::int32_t factor,
+                       std::int32_t* sums) noexcept {
+    const __m512i ones = _mm512_set1_epi8(1), scale = _mm512_set1_epi32(factor);
+    for (int p0 = 0; p0 < count; p0 += block) {
+      const int n = std::min(block, count - p0);
+      __m512i s[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+      for (int b = 0; b < channels; b += 16) {
+        const __mmask16 chunk = static_cast<__mmask16>((1u << std::min(16, channels - b)) - 1u);
+        // Lanes past n read the last row again (their sums are not stored).
+        __m512i r[4];
+        load_chunk_rows<false>(reinterpret_cast<std::uintptr_t>(rows + p0 * stride + b), stride, chunk, n - 1, r);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) simd::avx512::dot_accumulate(s[q], r[q], ones);
+      }
+      // Lane j of s[q] holds the 4 group sums of row 4j + q: add them up, row 4j + q to dword q of lane j.
+      const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[0], s[1]), _mm512_unpackhi_epi32(s[0], s[1]));
+      const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2], s[3]), _mm512_unpackhi_epi32(s[2], s[3]));
+      const __m512i total = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
+      _mm512_mask_storeu_epi32(sums + p0, static_cast<__mmask16>((1u << n) - 1u), _mm512_mullo_epi32(total, scale));
+    }
   }
 
   template <int MR, int NB, rounding R, class T, requant_epilogue Q = requant_epilogue::general>
@@ -208,22 +257,9 @@ template <int NC, rounding R, class T, requant_epilogue Q, bool Full>
   for (int b = 0; b < job.row_bytes; b += 16) {
     const int n = std::min(16, job.row_bytes - b);
     const __mmask16 chunk = static_cast<__mmask16>((1u << n) - 1u);
-    // One running address keeps the general registers free (16 pixel addresses spilled).
-    std::uintptr_t row = reinterpret_cast<std::uintptr_t>(job.input) + static_cast<std::uintptr_t>(b);
     __m512i r[4];
-#pragma GCC unroll 16
-    for (int p = 0; p < 16; ++p) {
-      const __m128i bytes = _mm_maskz_loadu_epi8(chunk, reinterpret_cast<const void*>(row));
-      if (p < 4)
-        r[p] = _mm512_castsi128_si512(bytes);
-      else if (p < 8)
-        r[p % 4] = _mm512_inserti32x4(r[p % 4], bytes, 1);
-      else if (p < 12)
-        r[p % 4] = _mm512_inserti32x4(r[p % 4], bytes, 2);
-      else
-        r[p % 4] = _mm512_inserti32x4(r[p % 4], bytes, 3);
-      if (Full || p < last) row += static_cast<std::uintptr_t>(job.input_stride);
-    }
+    load_chunk_rows<Full>(reinterpret_cast<std::uintptr_t>(job.input) + static_cast<std::uintptr_t>(b),
+                          job.input_stride, chunk, last, r);
     const __m512i lo01 = _mm512_unpacklo_epi32(r[0], r[1]), hi01 = _mm512_unpackhi_epi32(r[0], r[1]);
     const __m512i lo23 = _mm512_unpacklo_epi32(r[2], r[3]), hi23 = _mm512_unpackhi_epi32(r[2], r[3]);
     // t[g]: k group b / 4 + g of pixels 0..15, in order (x_d: a set flip marks i8 rows read in
