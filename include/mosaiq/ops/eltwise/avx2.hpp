@@ -193,6 +193,20 @@ inline std::size_t line_columns_avx2(const T* run, std::ptrdiff_t run_step, T* o
   return line_columns_avx2<Split, false, T>(run, run_step, out, out_step, pixels, slope, offset, below, n, k);
 }
 
+/// The held lines' AVX2 columns (line_columns_for).
+struct avx2_line_columns {
+  using regs = line_regs_avx2;
+  template <bool Split, quantized_element T>
+  static std::size_t run(const T* run, std::ptrdiff_t run_step, T* out, std::ptrdiff_t out_step, int pixels,
+                         const std::int32_t* slope, const std::int32_t* offset, const std::int32_t* below,
+                         std::size_t n, const regs& k) noexcept {
+    return line_columns_avx2<Split, T>(run, run_step, out, out_step, pixels, slope, offset, below, n, k);
+  }
+};
+
+template <>
+struct line_columns_for<simd::isa::avx2> : simd::use_path<avx2_line_columns> {};
+
 /// add's linear form (add_linear.hpp) in ymm registers.
 using add_linear_regs = linear_add_regs<ymm_ops>;
 

@@ -23,6 +23,7 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/ops/eltwise/avx2.hpp"
+#include "mosaiq/ops/eltwise/path.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/simd/lanes.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -221,21 +222,18 @@ struct line_planes {
   }
 };
 
-/// The split point and clamp of a side in broadcast registers (and in ymm for the AVX2 blocks).
+/// The columns this target runs in front of the lane blocks (path.hpp, line_columns_for).
+using line_columns = simd::native_path_of<line_columns_for>;
+
+/// The split point and clamp of a side in broadcast registers, and the columns' registers (empty where a target has
+/// no columns).
 struct line_regs {
   lanes::reg split, lo, hi;
-#if MOSAIQ_TARGET_AVX2 && !MOSAIQ_TARGET_AVX512
-  line_regs_avx2 wide;
-#endif
+  [[no_unique_address]] line_columns::regs wide;
   template <quantized_element T>
   static line_regs of(const held_lines& l) noexcept {
-    return {
-      lanes::reg(l.split), lanes::reg(l.clamp.min), lanes::reg(l.clamp.max)
-#if MOSAIQ_TARGET_AVX2 && !MOSAIQ_TARGET_AVX512
-                                                        ,
-          line_regs_avx2::of<T>(l.split, l.clamp, line_shift)
-#endif
-    };
+    return {lanes::reg(l.split), lanes::reg(l.clamp.min), lanes::reg(l.clamp.max),
+            line_columns::regs::template of<T>(l.split, l.clamp, line_shift)};
   }
 };
 
@@ -268,16 +266,15 @@ template <bool Split, quantized_element T>
 }
 
 /// A row of pixels: pixel p's n channels at run + p * run_step against the lines of the channels, written to out + p *
-/// out_step (n at most the planes' capacity). AVX2 takes blocks of 32 channels over the whole row first, the lane
-/// blocks the rest of each pixel (whole 16-element blocks, then a zero-padded copy of the tail).
+/// out_step (n at most the planes' capacity). The target's columns (line_columns: AVX2 blocks of 32 channels) go over
+/// the whole row first, the lane blocks the rest of each pixel (whole 16-element blocks, then a zero-padded copy of the
+/// tail).
 template <bool Split, quantized_element T, int Capacity>
 inline void line_row(const T* run, std::ptrdiff_t run_step, T* out, std::ptrdiff_t out_step, int pixels,
                      const line_planes<Capacity>& planes, std::size_t n, const line_regs& k) noexcept {
   const std::int32_t *slope = planes.slope(), *offset = planes.offset(), *below = planes.below();
-  std::size_t done = 0;
-#if MOSAIQ_TARGET_AVX2 && !MOSAIQ_TARGET_AVX512
-  done = line_columns_avx2<Split, T>(run, run_step, out, out_step, pixels, slope, offset, below, n, k.wide);
-#endif
+  const std::size_t done =
+      line_columns::run<Split, T>(run, run_step, out, out_step, pixels, slope, offset, below, n, k.wide);
   if (done == n) return;
   for (int p = 0; p < pixels; ++p, run += run_step, out += out_step) {
     std::size_t i = done;

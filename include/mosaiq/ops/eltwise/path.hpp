@@ -3,9 +3,12 @@
 // target's one and asks it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
+#include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/quant.hpp"
+#include "mosaiq/core/types.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/simd/arch.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -78,6 +81,29 @@ struct path_for {};
 
 template <>
 struct path_for<simd::isa::scalar> : simd::use_path<lanes_path> {};
+
+/// What a target adds in front of the held lines' lane blocks (held_lines.hpp, line_row): columns of channels whose
+/// lines stay in registers across a row (AVX2 without AVX-512: 32 channels), registered per level.
+template <simd::isa>
+struct line_columns_for {};
+
+/// Targets without such columns: the lane blocks do every channel.
+struct no_line_columns {
+  struct regs {
+    template <quantized_element T>
+    static regs of(std::int32_t, clamp_range, int) noexcept {
+      return {};
+    }
+  };
+  template <bool Split, quantized_element T>
+  static std::size_t run(const T*, std::ptrdiff_t, T*, std::ptrdiff_t, int, const std::int32_t*, const std::int32_t*,
+                         const std::int32_t*, std::size_t, const regs&) noexcept {
+    return 0;
+  }
+};
+
+template <>
+struct line_columns_for<simd::isa::scalar> : simd::use_path<no_line_columns> {};
 
 /// Whether Path has a folded MUL output step.
 template <class Path>
