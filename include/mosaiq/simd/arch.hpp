@@ -25,26 +25,41 @@ struct scalar_arch {
   static constexpr std::string_view name() noexcept { return "scalar"; }
 };
 
-#if MOSAIQ_TARGET_AVX512_VNNI
-inline constexpr isa native_isa = isa::avx512_vnni;
-#elif MOSAIQ_TARGET_AVX512
-inline constexpr isa native_isa = isa::avx512;
-#elif MOSAIQ_TARGET_AVX2_VNNI
-inline constexpr isa native_isa = isa::avx2_vnni;
-#elif MOSAIQ_TARGET_AVX2
-inline constexpr isa native_isa = isa::avx2;
-#elif MOSAIQ_TARGET_NEON
-inline constexpr isa native_isa = isa::neon;
-#else
-inline constexpr isa native_isa = isa::scalar;
-#endif
-
 /// Every ISA level, best first. An op registers each of its paths by specializing its `PathFor<level>` with a member
 /// `type`, in the file that defines the path and under that file's target test, so a level has a path exactly where
 /// its code is compiled; `native_path_of<PathFor>` is the path of the first level that has one. Every op registers a
-/// path for isa::scalar, so adding an ISA is one level here and one registration per op.
+/// path for isa::scalar, so adding an ISA is one level here (and its case in `level_compiled`) and one
+/// registration per op.
 inline constexpr isa levels_best_first[] = {isa::avx512_vnni, isa::avx512, isa::avx2_vnni,
                                             isa::avx2,        isa::neon,   isa::scalar};
+
+/// Whether this translation unit compiles a level's code (simd/target.hpp decides; scalar always).
+constexpr bool level_compiled(isa level) noexcept {
+  switch (level) {
+    case isa::avx512_vnni:
+      return MOSAIQ_TARGET_AVX512_VNNI;
+    case isa::avx512:
+      return MOSAIQ_TARGET_AVX512;
+    case isa::avx2_vnni:
+      return MOSAIQ_TARGET_AVX2_VNNI;
+    case isa::avx2:
+      return MOSAIQ_TARGET_AVX2;
+    case isa::neon:
+      return MOSAIQ_TARGET_NEON;
+    case isa::scalar:
+      return true;
+  }
+  return false;
+}
+
+consteval isa best_compiled_level() {
+  for (isa level : levels_best_first)
+    if (level_compiled(level)) return level;
+  return isa::scalar;
+}
+
+/// The best level this translation unit compiles.
+inline constexpr isa native_isa = best_compiled_level();
 
 /// The base of a registration: `template <> struct op_path_for<isa::avx2> : use_path<avx2_path> {};`.
 template <class Path>
