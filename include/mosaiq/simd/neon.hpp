@@ -21,7 +21,7 @@ inline int32x4_t rounding_divide_by_pot(int32x4_t x, int32x4_t exponent) noexcep
   return vrshlq_s32(vqaddq_s32(x, fixup), shift);
 }
 
-#if defined(__aarch64__)
+#if MOSAIQ_TARGET_NEON64
 inline int64x2_t rounding_shift_right_s64(int64x2_t v, int64x2_t count) noexcept {
   return vrshlq_s64(v, vnegq_s64(count));
 }
