@@ -142,25 +142,13 @@ struct saturation_meter {
   }
 };
 
+/// What the network type knows at compile time: shapes, cost, the memory plans.
 template <class T>
-int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int runs, int threads) {
+void print_network_facts() {
   using net = portrait::network<T>;
-  constexpr bool is_u8 = std::same_as<T, mq::u8>;
-
-  // Stand-in weights (static storage: the aggregate holds every filter), then the load-time step.
-  static typename net::weights weights;
-  if (!portrait::make_weights<T>(weights)) return 1;
-  const typename net::prepared prepared = net::prepare(weights);
-
-  static std::vector<T> input(net::input_shape.elements()), output(net::output_shape.elements());
-  for (std::size_t i = 0; i < input.size(); ++i) input[i] = portrait::from_rgb<T>(rgb[i]);
-  alignas(64) static std::byte arena[net::arena_bytes];
-  const mq::tensor_view<const T> in(input.data(), net::input_shape);
-  const mq::tensor_view<T> out(output.data(), net::output_shape);
-
   std::size_t ops = 0;
   for (const mq::layer_node& node : net::topology.layers) ops += node.role == mq::layer_role::op;
-  std::printf("mosaiq portrait segmentation (HyperCut-style), %s\n", is_u8 ? "uint8" : "int8");
+  std::printf("mosaiq portrait segmentation (HyperCut-style), %s\n", std::same_as<T, mq::u8> ? "uint8" : "int8");
   std::printf(
       "SPEED AND COMPOSITION DEMO: random fixed-seed weights, not a trained model; the mask is not a "
       "segmentation.\n\n");
@@ -177,6 +165,46 @@ int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int ru
   std::printf("bands     one-thread plans: %zu bytes layer by layer, %zu banded (%zu saved; %d chains)\n",
               banded::layer_by_layer_arena_bytes, banded::arena_bytes, banded::band_saved_bytes,
               banded::band_chain_count);
+}
+
+/// Writes the person probability (class 1) as grayscale; false when the file cannot be written.
+template <class T>
+bool write_mask(const std::vector<T>& output, const char* mask_path) {
+  // Softmax outputs are p * 256 (offset by -128 for int8).
+  std::vector<std::uint8_t> mask(std::size_t(size) * size);
+  std::size_t person = 0;
+  for (std::size_t i = 0; i < mask.size(); ++i) {
+    mask[i] = static_cast<std::uint8_t>(int(output[2 * i + 1]) - mq::element_traits<T>::min);
+    person += output[2 * i + 1] > output[2 * i];
+  }
+  if (stbi_write_png(mask_path, size, size, 1, mask.data(), size) == 0) {
+    std::fprintf(stderr, "cannot write %s\n", mask_path);
+    return false;
+  }
+  std::uint32_t checksum = 2166136261u;  // FNV-1a of the output: equal on every ISA (the kernels are bit-exact)
+  for (const T v : output) checksum = (checksum ^ static_cast<std::uint8_t>(v)) * 16777619u;
+  std::printf("\nmask      %s (person probability x 255; %.1f%% of pixels above 0.5; output checksum %08x)\n",
+              mask_path, 100.0 * double(person) / double(mask.size()), checksum);
+  return true;
+}
+
+template <class T>
+int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int runs, int threads) {
+  using net = portrait::network<T>;
+  constexpr bool is_u8 = std::same_as<T, mq::u8>;
+
+  // Stand-in weights (static storage: the aggregate holds every filter), then the load-time step.
+  static typename net::weights weights;
+  if (!portrait::make_weights<T>(weights)) return 1;
+  const typename net::prepared prepared = net::prepare(weights);
+
+  static std::vector<T> input(net::input_shape.elements()), output(net::output_shape.elements());
+  for (std::size_t i = 0; i < input.size(); ++i) input[i] = portrait::from_rgb<T>(rgb[i]);
+  alignas(64) static std::byte arena[net::arena_bytes];
+  const mq::tensor_view<const T> in(input.data(), net::input_shape);
+  const mq::tensor_view<T> out(output.data(), net::output_shape);
+
+  print_network_facts<T>();
 
   // The layers run on `threads` threads (the pool is created once, before the frames).
   mq::thread_pool pool(threads);
@@ -216,21 +244,7 @@ int run_demo(const std::vector<std::uint8_t>& rgb, const char* mask_path, int ru
 
   if (!dispatched.profile(in, out, dispatched_arena.bytes, runs, stdout, pool)) return 1;
 
-  // Person probability (class 1) as grayscale: softmax outputs are p * 256 (offset by -128 for int8).
-  std::vector<std::uint8_t> mask(std::size_t(size) * size);
-  std::size_t person = 0;
-  for (std::size_t i = 0; i < mask.size(); ++i) {
-    mask[i] = static_cast<std::uint8_t>(int(output[2 * i + 1]) - mq::element_traits<T>::min);
-    person += output[2 * i + 1] > output[2 * i];
-  }
-  if (stbi_write_png(mask_path, size, size, 1, mask.data(), size) == 0) {
-    std::fprintf(stderr, "cannot write %s\n", mask_path);
-    return 1;
-  }
-  std::uint32_t checksum = 2166136261u;  // FNV-1a of the output: equal on every ISA (the kernels are bit-exact)
-  for (const T v : output) checksum = (checksum ^ static_cast<std::uint8_t>(v)) * 16777619u;
-  std::printf("\nmask      %s (person probability x 255; %.1f%% of pixels above 0.5; output checksum %08x)\n",
-              mask_path, 100.0 * double(person) / double(mask.size()), checksum);
+  if (!write_mask(output, mask_path)) return 1;
   return allocated == 0 ? 0 : 1;
 }
 

@@ -19,24 +19,53 @@ MOSAIQ_DECLARE_NETWORK_ENTRIES(quickstart_chain)
 namespace mq = mosaiq;
 using quickstart::chain;
 
-int main() {
-  constexpr mq::shape input_shape = chain::input_shape, output_shape = chain::output_shape;
+// Quantization as TFLite stores it: input/output (scale, zero point), filter scale and zero point.
+constexpr mq::quant_params in_q{0.02f, 128}, mid_q{0.03f, 0}, out_q{0.05f, 10};
+constexpr float filter_scale = 0.004f;
+constexpr mq::u8 filter_zero_point = 128;
 
-  // Deterministic input and weights (a real application loads them from a model).
-  std::vector<mq::u8> input(input_shape.elements());
-  for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<mq::u8>((i * 2654435761u) >> 24);
+/// Deterministic weights (a real application loads them from a model): both layers share filter and bias.
+chain::weights make_weights() {
   chain::weights weights;
-  // Quantization as TFLite stores it: input/output (scale, zero point), filter scale and zero point.
-  const mq::quant_params in_q{0.02f, 128}, mid_q{0.03f, 0}, out_q{0.05f, 10};
   weights.input = in_q;
   auto& w1 = weights.layer<0>();
   for (std::size_t i = 0; i < w1.filter.size(); ++i) w1.filter[i] = static_cast<mq::u8>(100 + (i * 37) % 56);
   w1.bias.fill(250);
-  w1.filter_scales = {0.004f};
-  w1.filter_zero_point = 128;
+  w1.filter_scales = {filter_scale};
+  w1.filter_zero_point = filter_zero_point;
   w1.output = mid_q;
-  weights.layer<1>() = w1;  // the same filter and bias
+  weights.layer<1>() = w1;
   weights.layer<1>().output = out_q;
+  return weights;
+}
+
+/// The same chain through the scalar reference ops: the generated kernels must match it exactly.
+std::vector<mq::u8> reference_output(mq::tensor_view<const mq::u8> input, const chain::weights& weights) {
+  const auto& w = weights.layer<0>();
+  const float scales[] = {filter_scale};
+  const auto layer1_q = mq::reference::make_conv_requant<mq::rounding::tflite_reference, mq::u8>(
+      in_q, scales, filter_zero_point, mid_q, mq::activation::relu6);
+  const auto layer2_q = mq::reference::make_conv_requant<mq::rounding::tflite_reference, mq::u8>(
+      mid_q, scales, filter_zero_point, out_q, mq::activation::none);
+  std::vector<mq::u8> middle(chain::input_shape.elements()), output(chain::output_shape.elements());
+  constexpr auto c1 = quickstart::layer1, c2 = quickstart::layer2;
+  mq::reference::depthwise_conv<mq::rounding::tflite_reference>(
+      input, w.filter.data(), w.bias.data(), mq::tensor_view<mq::u8>(middle.data(), chain::input_shape),
+      {.kernel = c1.kernel, .stride = c1.stride}, layer1_q);
+  mq::reference::depthwise_conv<mq::rounding::tflite_reference>(
+      mq::tensor_view<const mq::u8>(middle.data(), chain::input_shape), w.filter.data(), w.bias.data(),
+      mq::tensor_view<mq::u8>(output.data(), chain::output_shape),
+      {.kernel = c2.kernel, .stride = c2.stride, .dilation = c2.dilation}, layer2_q);
+  return output;
+}
+
+int main() {
+  constexpr mq::shape input_shape = chain::input_shape, output_shape = chain::output_shape;
+
+  // A deterministic input (a real application has a camera frame).
+  std::vector<mq::u8> input(input_shape.elements());
+  for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<mq::u8>((i * 2654435761u) >> 24);
+  const chain::weights weights = make_weights();
   // The weights blob is what a model file holds; each target's build loads and packs it.
   std::vector<std::byte> blob(chain::blob_bytes);
   chain::save(weights, blob);
@@ -63,21 +92,7 @@ int main() {
   const mq::tensor_view<mq::u8> out_view(output.data(), output_shape);
   const auto run = [&] { return net.run(in_view, out_view, arena.bytes); };
 
-  // The same chain through the reference ops: the generated kernels must match it exactly.
-  const float filter_scale[] = {0.004f};
-  const auto layer1_q = mq::reference::make_conv_requant<mq::rounding::tflite_reference, mq::u8>(
-      in_q, filter_scale, 128, mid_q, mq::activation::relu6);
-  const auto layer2_q = mq::reference::make_conv_requant<mq::rounding::tflite_reference, mq::u8>(
-      mid_q, filter_scale, 128, out_q, mq::activation::none);
-  std::vector<mq::u8> ref_middle(input_shape.elements()), ref_output(output.size());
-  constexpr auto c1 = quickstart::layer1, c2 = quickstart::layer2;
-  mq::reference::depthwise_conv<mq::rounding::tflite_reference>(in_view, w1.filter.data(), w1.bias.data(),
-                                                                mq::tensor_view<mq::u8>(ref_middle.data(), input_shape),
-                                                                {.kernel = c1.kernel, .stride = c1.stride}, layer1_q);
-  mq::reference::depthwise_conv<mq::rounding::tflite_reference>(
-      mq::tensor_view<const mq::u8>(ref_middle.data(), input_shape), w1.filter.data(), w1.bias.data(),
-      mq::tensor_view<mq::u8>(ref_output.data(), output_shape),
-      {.kernel = c2.kernel, .stride = c2.stride, .dilation = c2.dilation}, layer2_q);
+  const std::vector<mq::u8> ref_output = reference_output(in_view, weights);
 
   if (const mq::status s = run(); !s) {
     std::fprintf(stderr, "quickstart: %s\n", s.message);
