@@ -40,6 +40,7 @@ struct config_case {
 
 constexpr rounding single = rounding::single_round;
 
+#if !MOSAIQ_TEST_PATH_GRIDS
 // Each kernel with each stride, dilation and padding mode somewhere; output channels 1, 3, 8, 17,
 // 64, 100 (partial blocks, whole tiles plus a narrower tail tile); default and explicit tiles. The
 // activation is part of the runtime requantization (a clamp), so it varies per run instead.
@@ -97,6 +98,28 @@ using configs = std::tuple<
     // GEMM pixel blocks bounded by .block_bytes: one register tile per block, and a few tiles.
     config_case<conv2d_config{.out_channels = 17, .kernel = {3, 3}, .stride = {2, 2}, .block_bytes = 1}>,
     config_case<conv2d_config{.out_channels = 64, .kernel = {3, 3}, .tile = {5, 32}, .block_bytes = 1500}>>;
+#else
+// One config per distinct path of the level (MOSAIQ_TEST_PATH_GRIDS; the geometry grid above is the same gather
+// code on every level and runs in full in the binaries without it): patches read directly (1x1, 1xN), gathered
+// by kernel rows and tap by tap (dilation), built in registers (AVX-512: interior patches of at most 64 bytes),
+// borders and explicit pads; output channels 1, 3, 8, 17, 64, 100, the default and explicit tiles, both
+// roundings, and bounded GEMM blocks.
+using configs = std::tuple<
+    config_case<conv2d_config{.out_channels = 3, .kernel = {1, 1}}>,
+    config_case<conv2d_config{
+        .out_channels = 17, .kernel = {1, 1}, .stride = {2, 2}, .pad = padding::valid(), .round = single}>,
+    config_case<conv2d_config{.out_channels = 8, .kernel = {3, 3}}>,
+    config_case<conv2d_config{.out_channels = 64, .kernel = {3, 3}, .stride = {2, 2}, .round = single}>,
+    config_case<conv2d_config{.out_channels = 17, .kernel = {3, 3}, .dilation = {2, 2}, .pad = padding::valid()}>,
+    config_case<conv2d_config{
+        .out_channels = 100, .kernel = {3, 3}, .stride = {2, 2}, .dilation = {2, 2}, .tile = {5, 32}}>,
+    config_case<conv2d_config{.out_channels = 64, .kernel = {5, 5}, .tile = {2, 64}, .round = single}>,
+    config_case<conv2d_config{
+        .out_channels = 1, .kernel = {3, 5}, .stride = {3, 3}, .pad = padding::explicit_pads(0, 1, 2, 0)}>,
+    config_case<conv2d_config{.out_channels = 100, .kernel = {1, 3}, .stride = {2, 1}, .tile = {2, 64}}>,
+    config_case<conv2d_config{.out_channels = 17, .kernel = {3, 3}, .stride = {2, 2}, .block_bytes = 1}>,
+    config_case<conv2d_config{.out_channels = 64, .kernel = {3, 3}, .tile = {5, 32}, .block_bytes = 1500}>>;
+#endif
 
 struct run_case {
   int input_channels, height, width, batch;

@@ -17,6 +17,14 @@
 #include "mosaiq/net/plan.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 
+// MOSAIQ_TEST_PATH_GRIDS=1 (tests/CMakeLists.txt: the levels of MOSAIQ_TEST_PATH_GRID_ISAS) narrows the grids whose
+// extra configs vary logic that is the same C++ on every ISA level (convolution geometry, transposed convolution's
+// phases, banded plans) to one config per distinct kernel path of the level; the full grids run in the binaries
+// without it (docs/decisions.md, "The test suite, part 4").
+#ifndef MOSAIQ_TEST_PATH_GRIDS
+#define MOSAIQ_TEST_PATH_GRIDS 0
+#endif
+
 namespace mosaiq::test {
 
 /// A zero point at the low end of T's range (variant % 3 == 0), the high end (1), or random (2).
