@@ -69,13 +69,15 @@ struct run_case {
 
 // Every input channel count with pixel counts 1, 6, 21, 50 (batch 2), 117, 323 (more than one
 // pixel block of the packed input for the wide rows) and 7: none a multiple of 8 or 5 throughout.
-// 16 channels (the VNNI path's dense 16-byte row sums when split: the even variants 12 and 14 with
-// 35 and 26 pixels, tails off the 16-row step; strided in 11) and dense 32 (13).
+// 16 channels (the VNNI path's dense 16-byte row sums when split: the even variants 12, 14 and 16
+// with 35, 26 and 35 pixels, tails off the 16-row step; 12's zero points clamp most outputs;
+// strided in 11), dense 32 (13) and dense 24 (15). Variants alternate split and fitting u8
+// filters (see check_grid).
 constexpr run_case run_cases[] = {
     {1, 3, 7, 1, false},  {3, 1, 1, 1, true},     {7, 5, 5, 2, false},   {8, 9, 13, 1, true},
     {17, 2, 3, 1, false}, {64, 17, 19, 1, false}, {100, 9, 13, 1, true}, {255, 17, 19, 1, false},
     {255, 1, 7, 1, true}, {100, 5, 5, 2, false},  {16, 3, 5, 1, true},   {16, 5, 7, 1, false},
-    {32, 3, 3, 1, false}, {16, 1, 13, 2, false},
+    {32, 3, 3, 1, false}, {16, 1, 13, 2, false},  {24, 2, 5, 1, false},  {16, 7, 5, 1, false},
 };
 
 template <pointwise_config Cfg, class T>
