@@ -151,7 +151,7 @@ struct vnni_path {
   /// and one vpermd back to row order. A last block of fewer than 16 rows loads with byte masks (nothing past
   /// its rows is read; the lanes of missing rows sum zeros and are not stored).
   /// Never inlined: a first version inlined into the layer's run_rows (through row_sums) made GCC 12 keep the
-  /// tile's accumulators in memory, and the 16x16 tile ran 1.8x slower (128x128 16->16) even without split weights.
+  /// tile's accumulators in memory, also in layers without split weights (docs/decisions.md, issue 19).
   [[gnu::noinline]] static void dense16_row_sums(const std::uint8_t* rows, int count, std::int32_t factor,
                                                  std::int32_t* sums) noexcept {
     const __m512i ones = _mm512_set1_epi8(1), scale = _mm512_set1_epi32(factor);
