@@ -69,9 +69,15 @@ struct run_case {
 
 // Every input channel count with pixel counts 1, 6, 21, 50 (batch 2), 117, 323 (more than one
 // pixel block of the packed input for the wide rows) and 7: none a multiple of 8 or 5 throughout.
+// 16 channels (the VNNI path's dense 16-byte row sums when split: the even variants 12, 14 and 16
+// with 35, 26 and 35 pixels, tails off the 16-row step; 12's zero points clamp most outputs;
+// strided in 11), dense 32 (13) and dense 24 (15). Variants alternate split and fitting u8
+// filters (see check_grid).
 constexpr run_case run_cases[] = {
-    {1, 3, 7, 1, false},    {3, 1, 1, 1, true},    {7, 5, 5, 2, false},     {8, 9, 13, 1, true},  {17, 2, 3, 1, false},
-    {64, 17, 19, 1, false}, {100, 9, 13, 1, true}, {255, 17, 19, 1, false}, {255, 1, 7, 1, true}, {100, 5, 5, 2, false},
+    {1, 3, 7, 1, false},  {3, 1, 1, 1, true},     {7, 5, 5, 2, false},   {8, 9, 13, 1, true},
+    {17, 2, 3, 1, false}, {64, 17, 19, 1, false}, {100, 9, 13, 1, true}, {255, 17, 19, 1, false},
+    {255, 1, 7, 1, true}, {100, 5, 5, 2, false},  {16, 3, 5, 1, true},   {16, 5, 7, 1, false},
+    {32, 3, 3, 1, false}, {16, 1, 13, 2, false},  {24, 2, 5, 1, false},  {16, 7, 5, 1, false},
 };
 
 template <pointwise_config Cfg, class T>
@@ -299,6 +305,13 @@ void check_guarded(shape in_shape, std::uint32_t seed, bool wide_weights) {
 TEST_CASE("pointwise: no read past the input view (PROT_NONE guard page)") {
   for (const int channels : {1, 3, 17, 63, 100})
     check_guarded<20, i8>(shape{3, 7, channels}, static_cast<std::uint32_t>(channels), false);
+}
+
+// Split uint8 weights on dense 16-channel rows (the VNNI path's dense16_row_sums): the last block's
+// masked loads must stop at the input's end.
+TEST_CASE("pointwise, split uint8 weights on 16 channels: no read past the input (PROT_NONE guard page)") {
+  for (const int pixels : {1, 4, 16, 23, 35})
+    check_guarded<20, u8>(shape{1, pixels, 16}, static_cast<std::uint32_t>(pixels), true);
 }
 
 // Layers of at most 4 output channels read the input in place, 16 pixels at a time (the VNNI

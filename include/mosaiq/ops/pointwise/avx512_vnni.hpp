@@ -110,14 +110,23 @@ struct vnni_path {
     return Sum ? static_cast<std::int32_t>(_mm512_reduce_add_epi64(sums)) : 0;
   }
 
+  /// Lane j of vector q (s0..s3) holds 4 dword partial sums of one row: adds them up, to dword 4j + q.
+  /// Vectors by value: an array argument kept them in memory.
+  [[gnu::always_inline]] static __m512i lane_totals(__m512i s0, __m512i s1, __m512i s2, __m512i s3) noexcept {
+    const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s0, s1), _mm512_unpackhi_epi32(s0, s1));
+    const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s2, s3), _mm512_unpackhi_epi32(s2, s3));
+    return _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
+  }
+
   /// sums[i] = factor * sum of the `channels` bytes of row i, rows `stride` bytes apart from `rows`, i < count:
   /// the split-weight pixel offsets of rows the tile reads in place (u8 inputs, whole k groups). 16 rows at a
   /// time, as the narrow kernel reads them: per 16-byte chunk, byte-masked xmm loads (nothing past a row's
   /// `channels` bytes is read) inserted as row 4j + q into 128-bit lane j of vector q, one vpdpbusd against ones
   /// per vector, then a 4x4 dword transpose-add. Packing each row with its sum cost more than the tile's own
-  /// dot products on layers of 16-24 input channels.
+  /// dot products on layers of 16-24 input channels. Dense rows of 16 bytes take dense16_row_sums.
   static void row_sums(const std::uint8_t* rows, std::ptrdiff_t stride, int channels, int count, std::int32_t factor,
                        std::int32_t* sums) noexcept {
+    if (channels == 16 && stride == 16) return dense16_row_sums(rows, count, factor, sums);
     const __m512i ones = _mm512_set1_epi8(1), scale = _mm512_set1_epi32(factor);
     for (int p0 = 0; p0 < count; p0 += block) {
       const int n = std::min(block, count - p0);
@@ -130,12 +139,50 @@ struct vnni_path {
 #pragma GCC unroll 4
         for (int q = 0; q < 4; ++q) simd::avx512::dot_accumulate(s[q], r[q], ones);
       }
-      // Lane j of s[q] holds the 4 group sums of row 4j + q: add them up, row 4j + q to dword q of lane j.
-      const __m512i a01 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[0], s[1]), _mm512_unpackhi_epi32(s[0], s[1]));
-      const __m512i a23 = _mm512_add_epi32(_mm512_unpacklo_epi32(s[2], s[3]), _mm512_unpackhi_epi32(s[2], s[3]));
-      const __m512i total = _mm512_add_epi32(_mm512_unpacklo_epi64(a01, a23), _mm512_unpackhi_epi64(a01, a23));
-      _mm512_mask_storeu_epi32(sums + p0, static_cast<__mmask16>((1u << n) - 1u), _mm512_mullo_epi32(total, scale));
+      // Lane j of s[q] holds the 4 group sums of row 4j + q: row 4j + q to dword 4j + q.
+      _mm512_mask_storeu_epi32(sums + p0, static_cast<__mmask16>((1u << n) - 1u),
+                               _mm512_mullo_epi32(lane_totals(s[0], s[1], s[2], s[3]), scale));
     }
+  }
+
+  /// row_sums of rows of exactly 16 bytes back to back (a dense 16-channel input, the selfie models' large maps):
+  /// 16 rows are 256 contiguous bytes, four zmm loads with row 4k + j in 128-bit lane j of load k, instead of 16
+  /// xmm loads and 12 inserts; one vpdpbusd against ones per load, the transpose-add (row 4k + j to dword 4j + k)
+  /// and one vpermd back to row order. A last block of fewer than 16 rows loads with byte masks (nothing past
+  /// its rows is read; the lanes of missing rows sum zeros and are not stored).
+  /// Never inlined: a first version inlined into the layer's run_rows (through row_sums) made GCC 12 keep the
+  /// tile's accumulators in memory, also in layers without split weights (docs/decisions.md, issue 19).
+  [[gnu::noinline]] static void dense16_row_sums(const std::uint8_t* rows, int count, std::int32_t factor,
+                                                 std::int32_t* sums) noexcept {
+    const __m512i ones = _mm512_set1_epi8(1), scale = _mm512_set1_epi32(factor);
+    const __m512i row_order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    // The 64 bytes at `from` (rows 4k..4k+3 of a block), masked, summed per dword against ones.
+    const auto dword_sums = [ones](const std::uint8_t* from, __mmask64 mask) {
+      __m512i s = _mm512_setzero_si512();
+      simd::avx512::dot_accumulate(s, _mm512_maskz_loadu_epi8(mask, from), ones);
+      return s;
+    };
+    const auto store = [&](std::int32_t* to, __mmask16 rows_mask, __m512i s0, __m512i s1, __m512i s2, __m512i s3) {
+      const __m512i totals = _mm512_permutexvar_epi32(row_order, lane_totals(s0, s1, s2, s3));
+      _mm512_mask_storeu_epi32(to, rows_mask, _mm512_mullo_epi32(totals, scale));
+    };
+    constexpr __mmask64 all = ~__mmask64{0};
+    int p0 = 0;
+    for (; p0 + block <= count; p0 += block) {
+      const std::uint8_t* const from = rows + static_cast<std::ptrdiff_t>(p0) * 16;
+      store(sums + p0, 0xFFFF, dword_sums(from, all), dword_sums(from + 64, all), dword_sums(from + 128, all),
+            dword_sums(from + 192, all));
+    }
+    if (p0 == count) return;
+    // Bytes of each load inside the last n rows: 64, or fewer down to none.
+    const int n = count - p0, bytes = 16 * n;
+    const auto mask = [bytes](int k) {
+      const int b = std::clamp(bytes - 64 * k, 0, 64);
+      return b == 64 ? all : (__mmask64{1} << b) - 1;
+    };
+    const std::uint8_t* const from = rows + static_cast<std::ptrdiff_t>(p0) * 16;
+    store(sums + p0, static_cast<__mmask16>((1u << n) - 1u), dword_sums(from, mask(0)), dword_sums(from + 64, mask(1)),
+          dword_sums(from + 128, mask(2)), dword_sums(from + 192, mask(3)));
   }
 
   template <int MR, int NB, rounding R, class T, requant_epilogue Q = requant_epilogue::general>
