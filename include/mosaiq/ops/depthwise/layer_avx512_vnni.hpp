@@ -50,9 +50,9 @@ inline void depthwise<Cfg, T>::build_narrow_row(const tensor_view<const T>& in, 
         }
         if (inside) {
           if constexpr (sw == 1)
-            path::interleave_runs(starts, row + (ox * groups + g) * column_bytes, flip);
+            path::interleave_runs(starts, row + (ox * groups + g) * column_bytes, flip_);
           else
-            path::interleave_strided_runs(starts, pixels, row + (ox * groups + g) * column_bytes, flip);
+            path::interleave_strided_runs(starts, pixels, row + (ox * groups + g) * column_bytes, flip_);
           continue;
         }
       }
@@ -64,33 +64,29 @@ inline void depthwise<Cfg, T>::build_narrow_row(const tensor_view<const T>& in, 
           taps[k][t] =
               x < out_width && tap < kw && ix >= 0 && ix < in.width() ? source + ix * source_stride : pad_pixel;
         }
-      path::interleave_pixels(taps, pixels, job_channels / pixels, row + (ox * groups + g) * column_bytes, oc, flip);
+      path::interleave_pixels(taps, pixels, job_channels / pixels, row + (ox * groups + g) * column_bytes, oc, flip_);
     }
-}
-
-/// One output row in tiles of TW columns (split weights: at most 2, twice the accumulators).
-template <depthwise_config Cfg, quantized_element T>
-template <int TW>
-inline void depthwise<Cfg, T>::run_vnni_tiles(const kernels::dw::row_job& job, int& ox, int out_w,
-                                              bool split) noexcept {
-  constexpr int sh = pass_row_shift, dh = Cfg.dilation.h;
-  if (split) {
-    // Twice the accumulators: keep the split tile within the register file.
-    constexpr int split_tw = TW > 2 ? 2 : TW;
-    for (; ox + split_tw <= out_w; ox += split_tw)
-      path::template tile<kh, groups, 1, split_tw, sh, dh, R, T, true>(job, ox);
-  } else {
-    for (; ox + TW <= out_w; ox += TW) path::template tile<kh, groups, 1, TW, sh, dh, R, T, false>(job, ox);
-  }
 }
 
 template <depthwise_config Cfg, quantized_element T>
 template <int TH, int TW>
-inline void depthwise<Cfg, T>::run_row_tiles(const kernels::dw::row_job& job, int out_w, int ox) noexcept {
-  if constexpr (TH > 1) {
+inline void depthwise<Cfg, T>::run_tile_loop(const kernels::dw::row_job& job, int& ox, int out_w, bool split) noexcept {
+  const auto loop = [&]<bool Split>() __attribute__((always_inline)) {
     for (; ox + TW <= out_w; ox += TW)
-      path::template tile<kh, groups, TH, TW, pass_row_shift, Cfg.dilation.h, R, T, false>(job, ox);
-    if constexpr (TW > 1) run_row_tiles<TH, TW / 2>(job, out_w, ox);
+      path::template tile<kh, groups, TH, TW, pass_row_shift, Cfg.dilation.h, R, T, Split>(job, ox);
+  };
+  if (split)
+    loop.template operator()<true>();
+  else
+    loop.template operator()<false>();
+}
+
+template <depthwise_config Cfg, quantized_element T>
+template <int TH, int TW>
+inline void depthwise<Cfg, T>::run_row_tiles(const kernels::dw::row_job& job, int out_w, bool split, int ox) noexcept {
+  if constexpr (TH > 1) {
+    run_tile_loop<TH, TW>(job, ox, out_w, split);
+    if constexpr (TW > 1) run_row_tiles<TH, TW / 2>(job, out_w, split, ox);
   }
 }
 
