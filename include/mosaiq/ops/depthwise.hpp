@@ -190,8 +190,9 @@ class depthwise {
   static constexpr int rows_th = std::min(register_rows, tile_h);
   static constexpr int rows_tw = std::max(1, std::min(tile_w, 4) / rows_th);
   static constexpr bool is_int8 = std::same_as<T, i8>;
-  // x_f = x ^ flip_: 0x80 for int8, 0 for uint8, 0xFF for uint8 layers whose split needs negated weights.
-  static constexpr std::uint8_t default_flip = is_int8 ? 0x80 : 0x00;
+  // x_f = x ^ flip_: 0x80 for int8, 0 for uint8, 0xFF (complement_flip) for uint8 layers whose split needs
+  // negated weights. The build takes it as a template argument, so the common forms xor nothing extra.
+  static constexpr std::uint8_t default_flip = is_int8 ? 0x80 : 0x00, complement_flip = 0xFF;
   static constexpr int job_channels = detail::dw::job_channels;
   static constexpr int block_bytes = detail::dw::block * detail::dw::group_taps;
   static constexpr int job_bytes = job_channels * detail::dw::group_taps;
@@ -327,7 +328,7 @@ class depthwise {
     if constexpr (detail::dw::uses_vnni && !is_int8)
       split = split_for(filter, static_cast<std::size_t>(kh * kw * oc), filter_zp);
     split_weights_ = split.common != 0;
-    flip_ = split.sign < 0 ? std::uint8_t{0xFF} : default_flip;
+    flip_ = split.sign < 0 ? complement_flip : default_flip;
     // The folded input zero point: what padding taps read after the build's flip.
     const std::int32_t folded_input_zp = static_cast<std::uint8_t>(q.input_zero_point) ^ flip_;
 
@@ -453,7 +454,7 @@ class depthwise {
         const int tag = inside ? iy : padding_tag;
         if (tags[slot] != tag) {
           if (inside)
-            build_row(in, n, iy - window.first, row, pad_pixel, expanded, l, geo.x.pad_before);
+            build_row_flipped(in, n, iy - window.first, row, pad_pixel, expanded, l, geo.x.pad_before);
           else
             std::memset(row, pad_byte, l.row_bytes);
           tags[slot] = tag;
@@ -514,6 +515,7 @@ class depthwise {
 
   // One tap-group row for input row iy: per output column and group, the 4 taps' source pixels
   // (or the pad pixel) interleaved per channel.
+  template <std::uint8_t Flip>
   void build_row(const tensor_view<const T>& in, int n, int iy, std::uint8_t* row, const std::uint8_t* pad_pixel,
                  std::uint8_t* expanded, const layout& l, int pad_left) const {
     const int oc = channels_ * multiplier;
@@ -538,7 +540,7 @@ class depthwise {
     if constexpr (detail::dw::uses_vnni) {
       const int pixels = detail::dw::pixels_per_job(oc);
       if (pixels > 1)
-        return build_narrow_row(in, source, source_stride, oc, pixels, row, column_bytes, pad_pixel, l, pad_left);
+        return build_narrow_row(in, source, source_stride, oc, pixels, row, column_bytes, pad_pixel, l, pad_left, Flip);
     }
     for (int ox = 0; ox < l.out_w; ++ox)
       for (int g = 0; g < groups; ++g) {
@@ -548,8 +550,16 @@ class depthwise {
           const int ix = ox * Cfg.stride.w - pad_left + k * Cfg.dilation.w;
           taps[t] = k < kw && ix >= 0 && ix < in.width() ? source + ix * source_stride : pad_pixel;
         }
-        path::interleave(taps, row + (ox * groups + g) * column_bytes, oc, l.padded_channels, flip_);
+        path::interleave(taps, row + (ox * groups + g) * column_bytes, oc, l.padded_channels, Flip);
       }
+  }
+
+  // build_row with the layer's flip_ as a compile-time constant (the complement only for uint8 on VNNI).
+  void build_row_flipped(const tensor_view<const T>& in, int n, int iy, std::uint8_t* row,
+                         const std::uint8_t* pad_pixel, std::uint8_t* expanded, const layout& l, int pad_left) const {
+    if constexpr (detail::dw::uses_vnni && !is_int8)
+      if (flip_ == complement_flip) return build_row<complement_flip>(in, n, iy, row, pad_pixel, expanded, l, pad_left);
+    build_row<default_flip>(in, n, iy, row, pad_pixel, expanded, l, pad_left);
   }
 
   template <int TW>
@@ -575,8 +585,8 @@ class depthwise {
   [[gnu::always_inline]] inline void build_narrow_row(const tensor_view<const T>& in, const std::uint8_t* source,
                                                       std::ptrdiff_t source_stride, int oc, int pixels,
                                                       std::uint8_t* row, std::ptrdiff_t column_bytes,
-                                                      const std::uint8_t* pad_pixel, const layout& l,
-                                                      int pad_left) const;
+                                                      const std::uint8_t* pad_pixel, const layout& l, int pad_left,
+                                                      std::uint8_t flip) const;
   /// TH output rows in tiles of TW columns, then the narrower cascade.
   template <int TH, int TW>
   static void run_row_tiles(const kernels::dw::row_job& job, int out_w, bool split, int ox = 0) noexcept;

@@ -30,7 +30,7 @@ template <depthwise_config Cfg, quantized_element T>
 inline void depthwise<Cfg, T>::build_narrow_row(const tensor_view<const T>& in, const std::uint8_t* source,
                                                 std::ptrdiff_t source_stride, int oc, int pixels, std::uint8_t* row,
                                                 std::ptrdiff_t column_bytes, const std::uint8_t* pad_pixel,
-                                                const layout& l, int pad_left) const {
+                                                const layout& l, int pad_left, std::uint8_t flip) const {
   const int out_width = output_shape(in.dims()).width;
   // Stride 1 or 2 over densely packed pixels: a job column's sources per tap are one 64-byte
   // run (stride 1) or every other pixel of a 128-byte one (stride 2).
@@ -50,9 +50,9 @@ inline void depthwise<Cfg, T>::build_narrow_row(const tensor_view<const T>& in, 
         }
         if (inside) {
           if constexpr (sw == 1)
-            path::interleave_runs(starts, row + (ox * groups + g) * column_bytes, flip_);
+            path::interleave_runs(starts, row + (ox * groups + g) * column_bytes, flip);
           else
-            path::interleave_strided_runs(starts, pixels, row + (ox * groups + g) * column_bytes, flip_);
+            path::interleave_strided_runs(starts, pixels, row + (ox * groups + g) * column_bytes, flip);
           continue;
         }
       }
@@ -64,7 +64,7 @@ inline void depthwise<Cfg, T>::build_narrow_row(const tensor_view<const T>& in, 
           taps[k][t] =
               x < out_width && tap < kw && ix >= 0 && ix < in.width() ? source + ix * source_stride : pad_pixel;
         }
-      path::interleave_pixels(taps, pixels, job_channels / pixels, row + (ox * groups + g) * column_bytes, oc, flip_);
+      path::interleave_pixels(taps, pixels, job_channels / pixels, row + (ox * groups + g) * column_bytes, oc, flip);
     }
 }
 
@@ -75,10 +75,10 @@ inline void depthwise<Cfg, T>::run_tile_loop(const kernels::dw::row_job& job, in
     for (; ox + TW <= out_w; ox += TW)
       path::template tile<kh, groups, TH, TW, pass_row_shift, Cfg.dilation.h, R, T, Split>(job, ox);
   };
-  if (split)
-    loop.template operator()<true>();
-  else
-    loop.template operator()<false>();
+  // Only uint8 weights split.
+  if constexpr (!is_int8)
+    if (split) return loop.template operator()<true>();
+  loop.template operator()<false>();
 }
 
 template <depthwise_config Cfg, quantized_element T>
