@@ -109,10 +109,17 @@ void check_grid(std::uint32_t seed) {
     const int oc = out_shape.channels;
 
     // uint8 weights alternate between a narrow spread around the zero point (w - zp fits int8) and
-    // the full range (needs the split path on VNNI).
+    // the full range with both ends (needs the split path on VNNI), whose zero point is 0 (the split's
+    // negated form), 255 or random.
     const bool wide_weights = (rng() & 1) != 0;
-    const int filter_zp =
-        std::same_as<T, u8> ? (wide_weights ? random_element<u8>(rng) : 100 + static_cast<int>(rng() % 56)) : 0;
+    int filter_zp = 0;
+    if constexpr (std::same_as<T, u8>) {
+      const auto wide_zp = rng() % 4;
+      filter_zp = !wide_weights  ? 100 + static_cast<int>(rng() % 56)
+                  : wide_zp == 0 ? 0
+                  : wide_zp == 1 ? 255
+                                 : random_element<u8>(rng);
+    }
     std::vector<T> filter(static_cast<std::size_t>(Cfg.kernel.h * Cfg.kernel.w * oc));
     for (T& w : filter) {
       if constexpr (std::same_as<T, u8>)
@@ -120,6 +127,8 @@ void check_grid(std::uint32_t seed) {
       else
         w = random_element<i8>(rng, -127, 127);
     }
+    if constexpr (std::same_as<T, u8>)
+      if (wide_weights) filter.front() = 255, filter.back() = 0;
     std::vector<std::int32_t> bias(static_cast<std::size_t>(oc));
     for (auto& b : bias) b = std::uniform_int_distribution<std::int32_t>(-20000, 20000)(rng);
     const conv_requant q = random_requant<Cfg.round, T>(

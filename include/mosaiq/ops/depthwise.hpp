@@ -190,7 +190,9 @@ class depthwise {
   static constexpr int rows_th = std::min(register_rows, tile_h);
   static constexpr int rows_tw = std::max(1, std::min(tile_w, 4) / rows_th);
   static constexpr bool is_int8 = std::same_as<T, i8>;
-  static constexpr std::uint8_t flip = is_int8 ? 0x80 : 0x00;  // x_f = x ^ flip
+  // x_f = x ^ flip_: 0x80 for int8, 0 for uint8, 0xFF (complement_flip) for uint8 layers whose split needs
+  // negated weights. The build takes it as a template argument, so the common forms xor nothing extra.
+  static constexpr std::uint8_t default_flip = is_int8 ? 0x80 : 0x00, complement_flip = 0xFF;
   static constexpr int job_channels = detail::dw::job_channels;
   static constexpr int block_bytes = detail::dw::block * detail::dw::group_taps;
   static constexpr int job_bytes = job_channels * detail::dw::group_taps;
@@ -319,12 +321,16 @@ class depthwise {
     const int padded = detail::kernel::round_up(oc, job_channels);
     const int jobs = padded / job_channels;
     const std::int32_t filter_zp = q.filter_zero_point;
-    const std::int32_t folded_input_zp = q.input_zero_point + (is_int8 ? 128 : 0);
 
-    // uint8 on VNNI: w' = w - filter_zp must fit s8 for a single vpdpbusd per tap group.
-    split_weights_ = false;
+    // uint8 on VNNI: w' = w - filter_zp must fit s8 for a single vpdpbusd per tap group; otherwise
+    // w' = sign * (w - filter_zp) is split (split_for), and sign -1 folds x as 255 - x.
+    weight_split split{};
     if constexpr (detail::dw::uses_vnni && !is_int8)
-      split_weights_ = detail::kernel::needs_split_weights(filter, static_cast<std::size_t>(kh * kw * oc), filter_zp);
+      split = split_for(filter, static_cast<std::size_t>(kh * kw * oc), filter_zp);
+    split_weights_ = split.common != 0;
+    flip_ = split.sign < 0 ? complement_flip : default_flip;
+    // The folded input zero point: what padding taps read after the build's flip.
+    const std::int32_t folded_input_zp = static_cast<std::uint8_t>(q.input_zero_point) ^ flip_;
 
     weights_.assign(static_cast<std::size_t>(jobs) * kh * groups * job_bytes, weight_type{0});
     bias_.assign(static_cast<std::size_t>(padded), 0);
@@ -341,13 +347,12 @@ class depthwise {
       const int job = at_channel / job_channels, lane = at_channel % job_channels;
       for (int kr = 0; kr < kh; ++kr)
         for (int kc = 0; kc < kw; ++kc) {
-          const std::int32_t w = static_cast<std::int32_t>(filter[(kr * kw + kc) * oc + c]) - filter_zp;
+          const std::int32_t w = split.sign * (static_cast<std::int32_t>(filter[(kr * kw + kc) * oc + c]) - filter_zp);
           weight_sum += w;
           const int g = kc / detail::dw::group_taps, t = kc % detail::dw::group_taps;
           const std::size_t at = ((static_cast<std::size_t>(job) * kh + kr) * groups + g) * job_bytes +
                                  static_cast<std::size_t>(lane) * detail::dw::group_taps + t;
-          weights_[at] = static_cast<weight_type>(
-              split_weights_ ? static_cast<std::int32_t>(filter[(kr * kw + kc) * oc + c]) - 128 : w);
+          weights_[at] = static_cast<weight_type>(w - split.common);
         }
       bias_[at_channel] = static_cast<std::int32_t>((bias ? bias[c] : 0) - folded_input_zp * weight_sum);
       const requant_scale s = q.scale_for(c);
@@ -357,12 +362,11 @@ class depthwise {
     for (int g = 0; g < groups; ++g)
       for (int lane = 0; lane < detail::dw::block; ++lane)
         for (int t = 0; t < detail::dw::group_taps; ++t)
-          group_ones_[static_cast<std::size_t>((g * detail::dw::block + lane) * detail::dw::group_taps + t)] =
-              g * detail::dw::group_taps + t < kw ? 1 : 0;
+          split_taps_[static_cast<std::size_t>((g * detail::dw::block + lane) * detail::dw::group_taps + t)] =
+              static_cast<std::int8_t>(g * detail::dw::group_taps + t < kw ? split.common : 0);
     input_zero_point_ = q.input_zero_point;
     output_zero_point_ = q.output_zero_point;
     clamp_ = q.clamp;
-    sum_x_factor_ = 128 - filter_zp;
     ready_ = true;
   }
 
@@ -429,7 +433,7 @@ class depthwise {
 
     // Padding reads the raw input zero point; the build flips it like every other input byte.
     std::memset(pad_pixel, static_cast<std::uint8_t>(input_zero_point_), static_cast<std::size_t>(oc));
-    const auto pad_byte = static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip);
+    const auto pad_byte = static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip_);
     const int slots = l.ring_slots.slots;
     if (l.ring_slots.padding_row) std::memset(pad_row, pad_byte, l.row_bytes);
 
@@ -450,7 +454,7 @@ class depthwise {
         const int tag = inside ? iy : padding_tag;
         if (tags[slot] != tag) {
           if (inside)
-            build_row(in, n, iy - window.first, row, pad_pixel, expanded, l, geo.x.pad_before);
+            build_row_flipped(in, n, iy - window.first, row, pad_pixel, expanded, l, geo.x.pad_before);
           else
             std::memset(row, pad_byte, l.row_bytes);
           tags[slot] = tag;
@@ -488,8 +492,7 @@ class depthwise {
                   .output_zero_point = output_zero_point_,
                   .clamp_min = clamp_.min,
                   .clamp_max = clamp_.max,
-                  .sum_x_factor = sum_x_factor_,
-                  .group_ones = group_ones_.data(),
+                  .split_taps = split_taps_.data(),
                   .out = out.pixel(n, oy0 + r * phase_count - band.first, 0) + c0,
                   .out_pixel_stride = out.pixel_stride(),
                   .out_row_stride = out_row_stride,
@@ -497,8 +500,8 @@ class depthwise {
                   .pixels = pixels,
                   .pixel_width = job_channels / pixels,
                   .out_width = expected.width};
-              if (rows_th > 1 && r + rows_th <= pass_rows && !split_weights_) {
-                if constexpr (rows_th > 1) run_row_tiles<rows_th, rows_tw>(job, l.out_w);
+              if (rows_th > 1 && r + rows_th <= pass_rows) {
+                if constexpr (rows_th > 1) run_row_tiles<rows_th, rows_tw>(job, l.out_w, split_weights_);
                 r += rows_th;
               } else {
                 run_columns(job, l.out_w);
@@ -512,6 +515,7 @@ class depthwise {
 
   // One tap-group row for input row iy: per output column and group, the 4 taps' source pixels
   // (or the pad pixel) interleaved per channel.
+  template <std::uint8_t Flip>
   void build_row(const tensor_view<const T>& in, int n, int iy, std::uint8_t* row, const std::uint8_t* pad_pixel,
                  std::uint8_t* expanded, const layout& l, int pad_left) const {
     const int oc = channels_ * multiplier;
@@ -536,7 +540,7 @@ class depthwise {
     if constexpr (detail::dw::uses_vnni) {
       const int pixels = detail::dw::pixels_per_job(oc);
       if (pixels > 1)
-        return build_narrow_row(in, source, source_stride, oc, pixels, row, column_bytes, pad_pixel, l, pad_left);
+        return build_narrow_row(in, source, source_stride, oc, pixels, row, column_bytes, pad_pixel, l, pad_left, Flip);
     }
     for (int ox = 0; ox < l.out_w; ++ox)
       for (int g = 0; g < groups; ++g) {
@@ -546,14 +550,22 @@ class depthwise {
           const int ix = ox * Cfg.stride.w - pad_left + k * Cfg.dilation.w;
           taps[t] = k < kw && ix >= 0 && ix < in.width() ? source + ix * source_stride : pad_pixel;
         }
-        path::interleave(taps, row + (ox * groups + g) * column_bytes, oc, l.padded_channels, flip);
+        path::interleave(taps, row + (ox * groups + g) * column_bytes, oc, l.padded_channels, Flip);
       }
+  }
+
+  // build_row with the layer's flip_ as a compile-time constant (the complement only for uint8 on VNNI).
+  void build_row_flipped(const tensor_view<const T>& in, int n, int iy, std::uint8_t* row,
+                         const std::uint8_t* pad_pixel, std::uint8_t* expanded, const layout& l, int pad_left) const {
+    if constexpr (detail::dw::uses_vnni && !is_int8)
+      if (flip_ == complement_flip) return build_row<complement_flip>(in, n, iy, row, pad_pixel, expanded, l, pad_left);
+    build_row<default_flip>(in, n, iy, row, pad_pixel, expanded, l, pad_left);
   }
 
   template <int TW>
   static void run_tiles(const kernels::dw::row_job& job, int& ox, int out_w, bool split) noexcept {
     if constexpr (detail::dw::uses_vnni) {
-      run_vnni_tiles<TW>(job, ox, out_w, split);
+      run_tile_loop<1, TW>(job, ox, out_w, split);
     } else {
       (void)split;
       for (; ox + TW <= out_w; ox += TW) path::template tile<kh, groups, TW, R, T>(job, ox);
@@ -568,28 +580,48 @@ class depthwise {
 
   // The VNNI path's members (ops/depthwise/layer_avx512_vnni.hpp; declared on every target, only
   // VNNI targets call them): the lane epilogue chosen at load, the narrow layers' tap-group rows
-  // (pixels_per_job > 1), single-row tiles (split weights: half the columns) and TH-row tiles.
+  // (pixels_per_job > 1), single-row tiles and TH-row tiles.
   [[gnu::always_inline]] inline void choose_lane_epilogue(const reference::conv_requant& q, int padded);
   [[gnu::always_inline]] inline void build_narrow_row(const tensor_view<const T>& in, const std::uint8_t* source,
                                                       std::ptrdiff_t source_stride, int oc, int pixels,
                                                       std::uint8_t* row, std::ptrdiff_t column_bytes,
-                                                      const std::uint8_t* pad_pixel, const layout& l,
-                                                      int pad_left) const;
-  template <int TW>
-  [[gnu::always_inline]] static inline void run_vnni_tiles(const kernels::dw::row_job& job, int& ox, int out_w,
-                                                           bool split) noexcept;
-  /// TH output rows (no split weights) in tiles of TW columns, then the narrower cascade.
+                                                      const std::uint8_t* pad_pixel, const layout& l, int pad_left,
+                                                      std::uint8_t flip) const;
+  /// TH output rows in tiles of TW columns, then the narrower cascade.
   template <int TH, int TW>
-  static void run_row_tiles(const kernels::dw::row_job& job, int out_w, int ox = 0) noexcept;
+  static void run_row_tiles(const kernels::dw::row_job& job, int out_w, bool split, int ox = 0) noexcept;
+  /// Tiles of TH rows and TW columns from column ox while they fit, with split weights or not.
+  template <int TH, int TW>
+  [[gnu::always_inline]] static inline void run_tile_loop(const kernels::dw::row_job& job, int& ox, int out_w,
+                                                          bool split) noexcept;
+
+  /// uint8 weights whose w - filter_zp leave s8 (VNNI): w' = sign * (w - filter_zp) runs as (w' - common) + common,
+  /// both parts s8, the common part against the window's x_f (the tile's split_taps). common = 0: no split.
+  struct weight_split {
+    std::int32_t sign = 1, common = 0;
+  };
+  static weight_split split_for(const T* filter, std::size_t count, std::int32_t filter_zp) noexcept {
+    std::int32_t lo = 255, hi = -255;
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::int32_t w = static_cast<std::int32_t>(filter[i]) - filter_zp;
+      lo = std::min(lo, w), hi = std::max(hi, w);
+    }
+    if (lo >= -128 && hi <= 127) return {};
+    // common in [hi - 127, lo + 128] (never empty: hi - lo <= 255) keeps every w' - common in s8; it must be s8
+    // itself, which only hi = 255 (filter_zp 0) prevents: then the negated weights, in [-255, -lo], take it.
+    if (hi <= 254) return {1, std::max(hi - 127, -128)};
+    return {-1, std::max(-lo - 127, -128)};
+  }
 
   int channels_ = 0;
   bool ready_ = false;
   bool split_weights_ = false;
-  std::int32_t input_zero_point_ = 0, output_zero_point_ = 0, sum_x_factor_ = 0;
+  std::uint8_t flip_ = default_flip;
+  std::int32_t input_zero_point_ = 0, output_zero_point_ = 0;
   clamp_range clamp_{};
-  detail::vector<weight_type> weights_;                      // [block][KH][G][16][4]
-  detail::vector<std::int32_t> bias_, mult_, left_, right_;  // per padded output channel
-  std::array<std::int8_t, groups * block_bytes> group_ones_{};
+  detail::vector<weight_type> weights_;                         // [block][KH][G][16][4]
+  detail::vector<std::int32_t> bias_, mult_, left_, right_;     // per padded output channel
+  std::array<std::int8_t, groups * block_bytes> split_taps_{};  // [G][16][4] the split's common part, taps < KW
   kernels::requant_epilogue requant_ = kernels::requant_epilogue::general;
   [[no_unique_address]] detail::dw::layer_lanes<path> lanes_;
   const void* requant_lanes_data(int c0) const noexcept { return lanes_.at(c0); }

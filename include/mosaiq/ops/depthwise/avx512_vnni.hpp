@@ -27,8 +27,9 @@ struct vnni_layer_lanes {
 
 // AVX-512 VNNI: one vpdpbusd (u8 x_f times s8 weights, 4 taps summed per lane) per 16 channels,
 // kernel row and tap group. int8 weights are s8 already; uint8 weights use w' = w - filter_zp when
-// every w' fits s8, otherwise w' = (w - 128) + (128 - filter_zp) with the second term taken from
-// the window sum of x_f (a vpdpbusd against per-tap ones): exact either way.
+// every w' fits s8, otherwise w' = (w' - common) + common (depthwise::split_for), both parts s8:
+// a second vpdpbusd of each tap-group vector against the common part, into the same accumulators
+// (split weights): exact either way.
 // GCC 12 reports the intrinsics' own `__Y = __Y` undefined-vector idiom once they are inlined here
 // (GCC bug 105593, fixed in 13); the warning is about the compiler header, not this code.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -131,12 +132,9 @@ struct vnni_path {
   // reloads bound the tile.
   template <int KH, int G, int TH, int TW, int SH, int DH, rounding R, class T, bool SplitWeights>
   [[gnu::flatten]] static void tile(const row_job& job, int ox) noexcept {
-    static_assert(TH == 1 || !SplitWeights, "split weights keep window sums: one output row per tile");
     __m512i acc[TH][TW][blocks];
-    [[maybe_unused]] __m512i window_sum[SplitWeights ? TW : 1][blocks];
-    start<TH, TW, SplitWeights>(job, acc, window_sum);
-    accumulate<KH, G, TH, TW, SH, DH, SplitWeights>(job, ox, acc, window_sum);
-    if constexpr (SplitWeights) add_window_sums<TW>(job, acc[0], window_sum);
+    start<TH, TW>(job, acc);
+    accumulate<KH, G, TH, TW, SH, DH, SplitWeights>(job, ox, acc);
     requantize<TH, TW, R>(job, acc);
     store<TH, TW, T>(job, ox, acc);
   }
@@ -144,30 +142,32 @@ struct vnni_path {
  private:
   static constexpr auto load = [](const void* p) { return _mm512_loadu_si512(p); };
 
-  /// Accumulators start at the bias; window sums (split weights) at 0.
-  template <int TH, int TW, bool SplitWeights, int WS>
-  [[gnu::always_inline]] static void start(const row_job& job, __m512i (&acc)[TH][TW][blocks],
-                                           __m512i (&window_sum)[WS][blocks]) noexcept {
+  /// Accumulators start at the bias.
+  template <int TH, int TW>
+  [[gnu::always_inline]] static void start(const row_job& job, __m512i (&acc)[TH][TW][blocks]) noexcept {
     unroll<blocks>([&](auto j) __attribute__((always_inline)) {
       const __m512i bias = load(job.bias + j * block);
       unroll<TH>([&](auto r) __attribute__((always_inline)) {
         unroll<TW>([&](auto p) __attribute__((always_inline)) { acc[r][p][j] = bias; });
       });
-      if constexpr (SplitWeights)
-        unroll<TW>([&](auto p) __attribute__((always_inline)) { window_sum[p][j] = _mm512_setzero_si512(); });
     });
   }
 
-  /// One vpdpbusd per (tap group, block, input row read, column, output row that reads it).
-  template <int KH, int G, int TH, int TW, int SH, int DH, bool SplitWeights, int WS>
-  [[gnu::always_inline]] static void accumulate(const row_job& job, int ox, __m512i (&acc)[TH][TW][blocks],
-                                                __m512i (&window_sum)[WS][blocks]) noexcept {
+  /// One vpdpbusd per (tap group, block, input row read, column, output row that reads it). Split weights add one
+  /// against the common part per (..., column, output row), except that the rows every output row of the tile
+  /// reads, when there are two or more, go into one sum per column that each output row adds once.
+  template <int KH, int G, int TH, int TW, int SH, int DH, bool SplitWeights>
+  [[gnu::always_inline]] static void accumulate(const row_job& job, int ox, __m512i (&acc)[TH][TW][blocks]) noexcept {
     using rows_read = rows_tile<KH, TH, SH, DH>;
+    constexpr bool common_sum = SplitWeights && rows_read::common_count >= 2;
     const auto* w = static_cast<const weight_type*>(job.weights);
     unroll<G>([&](auto g) __attribute__((always_inline)) {
-      [[maybe_unused]] __m512i ones;
-      if constexpr (SplitWeights) ones = load(job.group_ones + g * block * group_taps);
+      [[maybe_unused]] __m512i common;
+      if constexpr (SplitWeights) common = load(job.split_taps + g * block * group_taps);
       unroll<blocks>([&](auto j) __attribute__((always_inline)) {
+        [[maybe_unused]] __m512i shared[common_sum ? TW : 1];
+        if constexpr (common_sum)
+          unroll<TW>([&](auto p) __attribute__((always_inline)) { shared[p] = _mm512_setzero_si512(); });
         __m512i wk[KH];
         unroll<KH>([&](auto kr) __attribute__((always_inline)) {
           wk[kr] = load(w + ((kr * G + g) * blocks + j) * block * group_taps);
@@ -183,21 +183,22 @@ struct vnni_path {
               constexpr int kr = rows_read::kernel_row(u, r);
               if constexpr (kr >= 0) acc[r][p][j] = _mm512_dpbusd_epi32(acc[r][p][j], xv, wk[kr]);
             });
-            if constexpr (SplitWeights) window_sum[p][j] = _mm512_dpbusd_epi32(window_sum[p][j], xv, ones);
+            if constexpr (common_sum && rows_read::read_by_all(u)) {
+              shared[p] = _mm512_dpbusd_epi32(shared[p], xv, common);
+            } else if constexpr (SplitWeights) {
+              unroll<TH>([&](auto r) __attribute__((always_inline)) {
+                if constexpr (rows_read::kernel_row(u, r) >= 0)
+                  acc[r][p][j] = _mm512_dpbusd_epi32(acc[r][p][j], xv, common);
+              });
+            }
           });
         });
-      });
-    });
-  }
-
-  /// Split weights: the (128 - filter_zp) * window sum term of every accumulator.
-  template <int TW, int WS>
-  [[gnu::always_inline]] static void add_window_sums(const row_job& job, __m512i (&acc)[TW][blocks],
-                                                     __m512i (&window_sum)[WS][blocks]) noexcept {
-    const __m512i factor = _mm512_set1_epi32(job.sum_x_factor);
-    unroll<blocks>([&](auto j) __attribute__((always_inline)) {
-      unroll<TW>([&](auto p) __attribute__((always_inline)) {
-        acc[p][j] = _mm512_add_epi32(acc[p][j], _mm512_mullo_epi32(window_sum[p][j], factor));
+        if constexpr (common_sum)
+          unroll<TW>([&](auto p) __attribute__((always_inline)) {
+            unroll<TH>([&](auto r) __attribute__((always_inline)) {
+              acc[r][p][j] = _mm512_add_epi32(acc[r][p][j], shared[p]);
+            });
+          });
       });
     });
   }

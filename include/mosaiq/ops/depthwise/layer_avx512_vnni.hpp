@@ -30,7 +30,7 @@ template <depthwise_config Cfg, quantized_element T>
 inline void depthwise<Cfg, T>::build_narrow_row(const tensor_view<const T>& in, const std::uint8_t* source,
                                                 std::ptrdiff_t source_stride, int oc, int pixels, std::uint8_t* row,
                                                 std::ptrdiff_t column_bytes, const std::uint8_t* pad_pixel,
-                                                const layout& l, int pad_left) const {
+                                                const layout& l, int pad_left, std::uint8_t flip) const {
   const int out_width = output_shape(in.dims()).width;
   // Stride 1 or 2 over densely packed pixels: a job column's sources per tap are one 64-byte
   // run (stride 1) or every other pixel of a 128-byte one (stride 2).
@@ -68,29 +68,25 @@ inline void depthwise<Cfg, T>::build_narrow_row(const tensor_view<const T>& in, 
     }
 }
 
-/// One output row in tiles of TW columns (split weights: at most 2, twice the accumulators).
 template <depthwise_config Cfg, quantized_element T>
-template <int TW>
-inline void depthwise<Cfg, T>::run_vnni_tiles(const kernels::dw::row_job& job, int& ox, int out_w,
-                                              bool split) noexcept {
-  constexpr int sh = pass_row_shift, dh = Cfg.dilation.h;
-  if (split) {
-    // Twice the accumulators: keep the split tile within the register file.
-    constexpr int split_tw = TW > 2 ? 2 : TW;
-    for (; ox + split_tw <= out_w; ox += split_tw)
-      path::template tile<kh, groups, 1, split_tw, sh, dh, R, T, true>(job, ox);
-  } else {
-    for (; ox + TW <= out_w; ox += TW) path::template tile<kh, groups, 1, TW, sh, dh, R, T, false>(job, ox);
-  }
+template <int TH, int TW>
+inline void depthwise<Cfg, T>::run_tile_loop(const kernels::dw::row_job& job, int& ox, int out_w, bool split) noexcept {
+  const auto loop = [&]<bool Split>() __attribute__((always_inline)) {
+    for (; ox + TW <= out_w; ox += TW)
+      path::template tile<kh, groups, TH, TW, pass_row_shift, Cfg.dilation.h, R, T, Split>(job, ox);
+  };
+  // Only uint8 weights split.
+  if constexpr (!is_int8)
+    if (split) return loop.template operator()<true>();
+  loop.template operator()<false>();
 }
 
 template <depthwise_config Cfg, quantized_element T>
 template <int TH, int TW>
-inline void depthwise<Cfg, T>::run_row_tiles(const kernels::dw::row_job& job, int out_w, int ox) noexcept {
+inline void depthwise<Cfg, T>::run_row_tiles(const kernels::dw::row_job& job, int out_w, bool split, int ox) noexcept {
   if constexpr (TH > 1) {
-    for (; ox + TW <= out_w; ox += TW)
-      path::template tile<kh, groups, TH, TW, pass_row_shift, Cfg.dilation.h, R, T, false>(job, ox);
-    if constexpr (TW > 1) run_row_tiles<TH, TW / 2>(job, out_w, ox);
+    run_tile_loop<TH, TW>(job, ox, out_w, split);
+    if constexpr (TW > 1) run_row_tiles<TH, TW / 2>(job, out_w, split, ox);
   }
 }
 

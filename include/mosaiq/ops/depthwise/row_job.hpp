@@ -59,6 +59,18 @@ struct rows_tile {
       if (read(u)) list[static_cast<std::size_t>(n++)] = u;
     return list;
   }();
+  /// Whether every output row of the tile reads offset u.
+  static constexpr bool read_by_all(int u) noexcept {
+    for (int r = 0; r < TH; ++r)
+      if (kernel_row(u, r) < 0) return false;
+    return true;
+  }
+  /// Offsets every output row reads.
+  static constexpr int common_count = [] {
+    int n = 0;
+    for (int u = 0; u < span; ++u) n += TH > 1 && read_by_all(u) ? 1 : 0;
+    return n;
+  }();
   /// Index into job.rows ([r][kr]) of the first (r, kr) that reads offset u.
   static constexpr int source(int u) noexcept {
     for (int r = 0; r < TH; ++r)
@@ -82,8 +94,7 @@ struct row_job {
   const void* requant_lanes;  // VNNI: this job's simd::avx512::requant_lanes, one per block
   requant_epilogue requant;   // VNNI
   std::int32_t output_zero_point, clamp_min, clamp_max;
-  std::int32_t sum_x_factor;        // VNNI uint8 split: 128 - filter_zp, else unused
-  const std::int8_t* group_ones;    // VNNI uint8 split: [G][16][4] 1 for taps < KW
+  const std::int8_t* split_taps;    // VNNI uint8 split: [G][16][4] the weights' common part for taps < KW, else 0
   void* out;                        // output pixel (ox = 0) of this row, offset to this block
   std::ptrdiff_t out_pixel_stride;  // elements
   std::ptrdiff_t out_row_stride;    // elements between the output rows of a multi-row VNNI tile
