@@ -504,10 +504,10 @@ TEST_CASE("bands: a GEMM block bound shrinks the workspaces and keeps the bytes 
 }
 #endif  // MOSAIQ_TEST_BANDED_NETWORKS
 
-// The portrait network of examples/portrait_segmentation: its banded plan (three chains and 8 KiB GEMM
-// blocks, see portrait_net.hpp) keeps the bytes in issue 21's 150 KB on every build: 136,448 bytes on AVX2,
-// 144,640 on AVX-512 VNNI (its two-row depthwise tile keeps a fourth row in the first chain's ring). Layer by
-// layer (banding::off(), the GEMMs' speed-default blocks) 364,096 on AVX2.
+// The portrait network of examples/portrait_segmentation: its banded plan (three chains in bands of three rows
+// and 8 KiB GEMM blocks, see portrait_net.hpp) keeps the bytes in issue 21's 150 KB on every build: 141,504 bytes
+// on AVX2, 145,984 scalar and NEON, 149,696 on AVX-512 VNNI (its two-row depthwise tile keeps a fourth row in the
+// first chain's ring). Layer by layer (banding::off(), the GEMMs' speed-default blocks) 364,096 on AVX2.
 static_assert(portrait::banded_network<u8>::arena_bytes <= 150'000);
 static_assert(portrait::banded_network<i8>::arena_bytes <= 150'000);
 static_assert(portrait::banded_network<u8>::band_saved_bytes >= 190'000);

@@ -102,17 +102,19 @@ using network = network_on<threaded_input<T>>;
 static_assert(network<mosaiq::u8>::output_shape == mosaiq::shape{input_size, input_size, 2});
 
 /// The banded plan: the encoder to the 1/16 map in two chains, layers 0..9 (the stem, the first block,
-/// the 1/4 skip scores and the next stride-2 depthwise layer) in bands of two rows of the 32x32 map and
-/// layers 10..17 (to the stride-2 depthwise layer of the 1/16 map) in bands of two rows of the 16x16 map,
+/// the 1/4 skip scores and the next stride-2 depthwise layer) in bands of three rows of the 32x32 map and
+/// layers 10..17 (to the stride-2 depthwise layer of the 1/16 map) in bands of three rows of the 16x16 map,
 /// so that the 1/4 and 1/8 maps live in windows of rows; the decoder from the ASPP concat to the softmax
-/// (layers 43..52) in bands of 32 of its 256 output rows (two rows of its 16x16 maps: half the layer calls
-/// of bands of 16, the same arena); and every conv2d and pointwise GEMM packing at most 8 KiB of rows per
-/// pixel block (the ASPP 1x1 branches' workspace: one block, not the 16x16 map). The output is the bytes
-/// of network<T> (tests/bands_test.cpp). The arena is then the ASPP head's peak (AVX2), where the whole
-/// 16x16 branch maps and the dilation-8 depthwise layer's workspace are live together, or the first
-/// chain's (AVX-512 VNNI, whose depthwise rings hold a row more).
+/// (layers 43..52) in bands of 48 of its 256 output rows (three rows of its 16x16 maps); and every conv2d
+/// and pointwise GEMM packing at most 8 KiB of rows per pixel block (the ASPP 1x1 branches' workspace: one
+/// block, not the 16x16 map). The output is the bytes of network<T> (tests/bands_test.cpp). Bands of three
+/// rows rather than two: each band's depthwise calls start with an empty ring and rebuild the rows the
+/// previous band's call also read, and every band calls every layer of its chain, so fewer bands cost less
+/// time (11 and 6 bands instead of 16 and 8); the windows hold more rows, and the arena is then the first
+/// chain's peak, within issue 21's 150 KB on every build (docs/decisions.md, "Issue 21 on AVX-512 VNNI:
+/// bands of three rows").
 inline constexpr mosaiq::banding banded_plan =
-    mosaiq::banding::chain(0, 9, 2).and_chain(10, 17, 2).and_chain(43, 52, 32).with_gemm_block_bytes(8192);
+    mosaiq::banding::chain(0, 9, 3).and_chain(10, 17, 3).and_chain(43, 52, 48).with_gemm_block_bytes(8192);
 
 /// The network with the banded plan, planned for one thread (the workspace of one band).
 template <mosaiq::quantized_element T>
