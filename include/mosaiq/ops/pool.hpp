@@ -9,10 +9,10 @@
 //   max      on the bytes themselves (64 channels per zmm, 32 per ymm, 16 per q register; partial vectors masked
 //            or copied): the whole window's max in one register, then the activation clamp; the full 2x2 and 3x3
 //            windows are unrolled at compile time;
-//   average  the int32 sum of the taps, then reference::detail::rounded_divide by the tap count (exact: a float
-//            quotient corrected by its remainder, for windows up to 4096 taps; a larger window, e.g. a whole-map
-//            pool, divides its 16 sums in scalar code, one division per channel against thousands of taps summed),
-//            then the activation clamp;
+//   average  the int32 sum of the taps (the full 2x2 and 3x3 windows unrolled at compile time, as for max), then
+//            reference::detail::rounded_divide by the tap count (exact: a float quotient corrected by its remainder,
+//            for windows up to 4096 taps; a larger window, e.g. a whole-map pool, divides its 16 sums in scalar code,
+//            one division per channel against thousands of taps summed), then the activation clamp;
 //   global   per 64 channels (one pass over the image, four blocks of int32 sums) the sum over all pixels of
 //            (q - input offset), then per channel the reference's MEAN recipe (multiplier, rounded division, output
 //            offset) in scalar code: C values per image.

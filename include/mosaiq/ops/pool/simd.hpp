@@ -57,11 +57,16 @@ struct window_divisor {
 
 /// Average pool: channels [c, c + 16) of one output pixel from the window's taps (summed in int32, divided exactly);
 /// `in` points at channel c of pixel (y_begin, x_begin), `channels` = 16 or fewer (then the taps are copied into a
-/// zero-padded block first).
-template <quantized_element T>
+/// zero-padded block first). Rows and Cols > 0 fix the window at compile time (the full 2x2 and 3x3 windows: the taps
+/// unrolled, the vector division only); 0 reads them at run time.
+template <int Rows, int Cols, quantized_element T>
 [[gnu::always_inline]] inline void window_block(const T* in, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows,
                                                 int cols, T* out, int channels, const window_divisor& divisor,
                                                 lanes::reg lo, lanes::reg hi) noexcept {
+  if constexpr (Rows > 0) {
+    rows = Rows;
+    cols = Cols;
+  }
   lanes::reg acc[lanes::regs], tap[lanes::regs];
   const bool partial = channels < lanes::block;
   const auto load = [&](const T* p, lanes::reg* r) {
@@ -79,7 +84,7 @@ template <quantized_element T>
       load(in + y * row + x * pixel, tap);
       for (int j = 0; j < lanes::regs; ++j) acc[j] += tap[j];
     }
-  if (divisor.vector()) {
+  if (Rows > 0 || divisor.vector()) {
     for (int j = 0; j < lanes::regs; ++j) acc[j] = lanes::rounded_divide(acc[j], divisor.regs);
   } else {
     alignas(64) std::int32_t sums[lanes::block];
@@ -97,11 +102,28 @@ template <quantized_element T>
   }
 }
 
+/// Average pool: every channel of one output pixel, in blocks of 16 (window_block<Rows, Cols>).
+template <int Rows, int Cols, quantized_element T>
+[[gnu::always_inline]] inline void average_pixel(const T* first, std::ptrdiff_t pixel, std::ptrdiff_t row, int rows,
+                                                 int cols, T* target, int channels, const window_divisor& divisor,
+                                                 lanes::reg lo, lanes::reg hi) noexcept {
+  int c = 0;
+  for (; c + lanes::block <= channels; c += lanes::block)
+    window_block<Rows, Cols, T>(first + c, pixel, row, rows, cols, target + c, lanes::block, divisor, lo, hi);
+  if (c < channels) {
+    // A partial last block after a full one runs as the block that ends at the last channel: it makes the channels
+    // it overlaps again, the same values (pools never run in place), with no per-tap copy.
+    const int last = channels >= lanes::block ? channels - lanes::block : c;
+    window_block<Rows, Cols, T>(first + last, pixel, row, rows, cols, target + last, channels - last, divisor, lo, hi);
+  }
+}
+
 template <quantized_element T>
 void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
                       const window_geometry& geometry, clamp_range clamp) noexcept {
   const lanes::reg lo(clamp.min), hi(clamp.max);
   const int channels = out.channels();
+  const std::ptrdiff_t pixel = in.pixel_stride(), row = in.row_stride();
   window_divisor divisor = window_divisor::of(1);
   for (int n = 0; n < out.batch(); ++n)
     for (int out_y = 0; out_y < out.height(); ++out_y)
@@ -112,17 +134,12 @@ void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out,
         const T* first = in.pixel(n, w.y_begin, w.x_begin);
         T* target = out.pixel(n, out_y, out_x);
         const int rows = w.y_end - w.y_begin, cols = w.x_end - w.x_begin;
-        int c = 0;
-        for (; c + lanes::block <= channels; c += lanes::block)
-          window_block<T>(first + c, in.pixel_stride(), in.row_stride(), rows, cols, target + c, lanes::block, divisor,
-                          lo, hi);
-        if (c < channels) {
-          // A partial last block after a full one runs as the block that ends at the last channel: it makes the
-          // channels it overlaps again, the same values (pools never run in place), with no per-tap copy.
-          const int last = channels >= lanes::block ? channels - lanes::block : c;
-          window_block<T>(first + last, in.pixel_stride(), in.row_stride(), rows, cols, target + last, channels - last,
-                          divisor, lo, hi);
-        }
+        if (rows == 2 && cols == 2)
+          average_pixel<2, 2, T>(first, pixel, row, rows, cols, target, channels, divisor, lo, hi);
+        else if (rows == 3 && cols == 3)
+          average_pixel<3, 3, T>(first, pixel, row, rows, cols, target, channels, divisor, lo, hi);
+        else
+          average_pixel<0, 0, T>(first, pixel, row, rows, cols, target, channels, divisor, lo, hi);
       }
 }
 
