@@ -155,7 +155,8 @@ void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_
 
 /// Nearest, integer factor S, legacy or half-pixel: source index o / S on both axes (floor(o/S) and
 /// floor((o + 1/2)/S) coincide for integer S; the tests compare with the reference's float32 formula).
-/// Output rows `rows`: per input row, the first of its output rows in `rows` is made, the others copy it.
+/// Output rows `rows`: per input row, the first of its output rows in `rows` is made, the others copy it (at 2x on
+/// byte vectors the kernel stores both rows of the group).
 template <int S, quantized_element T>
 void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows,
                      row_frame frame) noexcept {
@@ -170,37 +171,42 @@ void nearest_integer(const tensor_view<const T>& in, const tensor_view<T>& out, 
       const int copies = std::min(S * image_y + S, rows.last) - frame.out_first - made - 1;
       T* first = out.pixel(n, made, 0);
       if (channels == 0) continue;
-      int done = 0;
+      int done = 0, written = 0;  // pixels the vector kernel made; rows after `made` it wrote too
       if constexpr (has_vectors && S == 2) {
-        // Replicating each pixel is interleaving the row with itself.
+        // Replicating each pixel is interleaving the row with itself; the kernel stores the group's second row too.
         if (dense) {
           const auto* source = reinterpret_cast<const byte*>(in.pixel(n, y, 0));
           auto* target = reinterpret_cast<byte*>(first);
+          auto* below = copies > 0 ? reinterpret_cast<byte*>(out.pixel(n, made + 1, 0)) : nullptr;
           using kernels = typename replication<T>::kernels;
+          const auto replicate = [&]<int G>(std::integral_constant<int, G>) {
+            return kernels::template replicate_row<G>(source, target, below, in.width());
+          };
           switch (channels) {
             case 1:
-              done = kernels::template replicate_row<1>(source, target, in.width());
+              done = replicate(std::integral_constant<int, 1>{});
               break;
             case 2:
-              done = kernels::template replicate_row<2>(source, target, in.width());
+              done = replicate(std::integral_constant<int, 2>{});
               break;
             case 4:
-              done = kernels::template replicate_row<4>(source, target, in.width());
+              done = replicate(std::integral_constant<int, 4>{});
               break;
             case 8:
-              done = kernels::template replicate_row<8>(source, target, in.width());
+              done = replicate(std::integral_constant<int, 8>{});
               break;
             case 16:
-              done = kernels::template replicate_row<16>(source, target, in.width());
+              done = replicate(std::integral_constant<int, 16>{});
               break;
             default:
               break;
           }
+          if (done == in.width() && below != nullptr) written = 1;
         }
       }
       for (int x = done; x < in.width(); ++x)
         for (int k = 0; k < S; ++k) std::memcpy(out.pixel(n, made, S * x + k), in.pixel(n, y, x), pixel_bytes);
-      for (int k = 1; k <= copies; ++k) {
+      for (int k = 1 + written; k <= copies; ++k) {
         if (dense) {
           std::memcpy(out.pixel(n, made + k, 0), first, pixel_bytes * static_cast<std::size_t>(out.width()));
         } else {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/resize_mode.hpp"
@@ -193,21 +194,28 @@ struct vector_kernels {
     return static_cast<int>(j / G);
   }
 
-  /// Nearest 2x of a dense row of G-byte pixels: each pixel twice; returns the first pixel not done.
+  /// Nearest 2x of a dense row of G-byte pixels: each pixel twice, into `target` and, when `below` is not null, into
+  /// `below` too (the next output row, which then need not copy `target` back out of memory); returns the first pixel
+  /// not done (0 or width).
   template <int G>
-  static int replicate_row(const byte* source, byte* target, int width) noexcept {
+  static int replicate_row(const byte* source, byte* target, byte* below, int width) noexcept {
     const std::ptrdiff_t row_bytes = std::ptrdiff_t{width} * G;
-    std::ptrdiff_t j = 0;
-    const auto step = [&](std::ptrdiff_t at) noexcept {
-      const reg v = Ops::load(source + at);
-      Ops::template store_interleaved<G>(target + 2 * at, v, v);
+    if (row_bytes < bytes) return 0;
+    const auto rows = [&]<bool Twice>(std::bool_constant<Twice>) noexcept {
+      const auto step = [&](std::ptrdiff_t at) noexcept {
+        const reg v = Ops::load(source + at);
+        Ops::template store_interleaved<G>(target + 2 * at, v, v);
+        if constexpr (Twice) Ops::template store_interleaved<G>(below + 2 * at, v, v);
+      };
+      std::ptrdiff_t j = 0;
+      for (; j + bytes <= row_bytes; j += bytes) step(j);
+      if (j < row_bytes) step(row_bytes - bytes);  // overlapping last vector, as in dense_row
     };
-    for (; j + bytes <= row_bytes; j += bytes) step(j);
-    if (j < row_bytes && row_bytes >= bytes) {  // overlapping last vector, as in dense_row
-      step(row_bytes - bytes);
-      j = row_bytes;
-    }
-    return static_cast<int>(j / G);
+    if (below != nullptr)
+      rows(std::true_type{});
+    else
+      rows(std::false_type{});
+    return width;
   }
 };
 
