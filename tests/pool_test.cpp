@@ -282,6 +282,69 @@ TEST_CASE("global_average_pool: large images and extreme values") {
   CHECK(out_i8 == expected_i8);
 }
 
+/// The whole-image channel sums on 16-bit lanes (ops/pool/dense_sums.hpp) that dense views take in the global average
+/// pool and in the average pool whose window is the whole map: every channel count 1-100 (steps of 4-8 vectors and
+/// counts without a step), maps from 1x1 (under dense_sums::min_image_bytes: the other path) to past 4096 taps and
+/// past 256 steps of 16-bit sums (64x64 is 256 steps of 384 bytes at 24 channels on AVX-512), odd sizes with a
+/// partial last step, random, all-largest and all-smallest values (the 16-bit lanes' bounds), batch 2 and misaligned
+/// views; canaries around the output.
+template <class T>
+void check_dense_sums() {
+  std::mt19937 rng(41);
+  const shape maps[] = {{1, 1, 0}, {3, 5, 0}, {7, 9, 0}, {23, 29, 0}, {32, 32, 0}, {64, 64, 0}, {65, 70, 0}};
+  const layout dense_layouts[] = {{1, 0, 0}, {2, 0, 3}};
+  mosaiq::test::random_quant<T> random(rng);
+  long mismatches = 0, checked = 0;
+  for (int channels = 1; channels <= 100; ++channels)
+    for (shape size : maps)
+      for (const layout l : dense_layouts)
+        for (const int fill : {0, 1, 2}) {
+          if (size.pixels() > 1024 && channels % 7 != 1 && channels != 24 && channels != 16 && channels != 48) continue;
+          size.channels = channels;
+          placed_tensor<T> in(size, l.batch, l.extra, l.misalign);
+          in.fill_random(rng);
+          const mosaiq::tensor_view<T> values = in.view();
+          if (fill > 0)
+            for (int n = 0; n < l.batch; ++n)
+              for (int y = 0; y < size.height; ++y)
+                for (int x = 0; x < size.width; ++x)
+                  for (int c = 0; c < channels; ++c)
+                    values.pixel(n, y, x)[c] =
+                        fill == 1 ? mosaiq::element_traits<T>::max : mosaiq::element_traits<T>::min;
+          const shape out_dims{1, 1, channels};
+          // Whole-map AVERAGE_POOL_2D (valid, and same padding: one window over the whole map either way).
+          for (const padding pad : {padding::valid(), padding::same()}) {
+            const ref::pool_params params{.kernel = {size.height, size.width},
+                                          .stride = {size.height, size.width},
+                                          .pad = pad,
+                                          .act = fill == 0 ? activation::relu6 : activation::none};
+            const quant_params quant{0.04f, std::is_same_v<T, u8> ? 100 : -20};
+            placed_tensor<T> out(out_dims, l.batch, 0, l.misalign + 1), expected(out_dims, l.batch, 0, 0);
+            ref::average_pool<T>(in.view(), expected.view(), params, quant);
+            mosaiq::average_pool<T>(in.view(), out.view(), params, quant);
+            mismatches += out.values() != expected.values() || out.first_damaged_canary() != -1;
+            ++checked;
+          }
+          // MEAN, both rounding modes.
+          const quant_params in_quant = random(), out_quant = fill == 0 ? random() : in_quant;
+          placed_tensor<T> out(out_dims, l.batch, 0, l.misalign + 1), expected(out_dims, l.batch, 0, 0);
+          ref::global_average_pool<rounding::tflite_reference, T>(in.view(), expected.view(), in_quant, out_quant);
+          mosaiq::global_average_pool<rounding::tflite_reference, T>(in.view(), out.view(), in_quant, out_quant);
+          mismatches += out.values() != expected.values() || out.first_damaged_canary() != -1;
+          ref::global_average_pool<rounding::single_round, T>(in.view(), expected.view(), in_quant, out_quant);
+          mosaiq::global_average_pool<rounding::single_round, T>(in.view(), out.view(), in_quant, out_quant);
+          mismatches += out.values() != expected.values() || out.first_damaged_canary() != -1;
+          checked += 2;
+          CHECK(in.first_damaged_canary() == -1);
+        }
+  CAPTURE(checked);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE_TEMPLATE("global and whole-map average pool on dense views equal the reference", T, u8, i8) {
+  check_dense_sums<T>();
+}
+
 TEST_CASE("pool kernels: misuse is reported and writes nothing") {
   mosaiq::test::recording_handler errors;
   std::vector<u8> in(4 * 4 * 3, 1), out(2 * 2 * 3, 9);

@@ -12,10 +12,12 @@
 //   average  the int32 sum of the taps (the full 2x2 and 3x3 windows unrolled at compile time, as for max), then
 //            reference::detail::rounded_divide by the tap count (exact: a float quotient corrected by its remainder,
 //            for windows up to 4096 taps; a larger window, e.g. a whole-map pool, divides its 16 sums in scalar code,
-//            one division per channel against thousands of taps summed), then the activation clamp;
-//   global   per 64 channels (one pass over the image, four blocks of int32 sums) the sum over all pixels of
-//            (q - input offset), then per channel the reference's MEAN recipe (multiplier, rounded division, output
-//            offset) in scalar code: C values per image.
+//            one division per channel against thousands of taps summed), then the activation clamp; a window that
+//            is the whole map (one output pixel) of a dense view takes the global pool's dense sums instead;
+//   global   the sum over all pixels per channel: on a dense view whose channel count has a step of 4-8 vectors
+//            (ops/pool/dense_sums.hpp: the image as one byte stream, 16-bit lane sums), else per 64 channels (one
+//            pass over the image, four blocks of int32 sums); then per channel the reference's MEAN recipe
+//            (input offset, multiplier, rounded division, output offset): C values per image.
 // Without an ISA (scalar builds) every op calls the reference. The vector path is ops/pool/simd.hpp, on the byte
 // vectors of ops/pool/{x86,neon}.hpp for max pool.
 #pragma once
@@ -76,6 +78,7 @@ struct average_pool_fn {
         const std::optional<clamp_range> clamp = reference::detail::pool_clamp<T>(params.act, quant);
         if (!clamp) return;
         if (out.dims().elements() == 0) return;
+        if (whole_map_average<T>(in, out, params, *geometry, *clamp)) return;
         average_windowed<T>(in, out, params, *geometry, *clamp);
         return;
       }

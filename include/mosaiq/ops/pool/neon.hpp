@@ -1,4 +1,5 @@
-// Max pool's byte vectors on NEON (ops/pool/simd.hpp's max_window), aarch64 and armv7.
+// Max pool's byte vectors on NEON (ops/pool/simd.hpp's max_window), aarch64 and armv7; `in_register` for
+// ops/pool/dense_sums.hpp.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,12 @@
 #if MOSAIQ_TARGET_NEON
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::pooling {
+
+/// An empty asm statement that keeps a vector in a register (ops/pool/x86.hpp's twin).
+template <class Vector>
+[[gnu::always_inline]] inline void in_register(Vector& x) noexcept {
+  asm("" : "+w"(x.data));
+}
 
 /// NEON (aarch64 and armv7): bytes held unsigned, reinterpreted as signed for i8.
 struct bytes128 {

@@ -12,6 +12,7 @@
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/pool/dense_sums.hpp"
 #include "mosaiq/ops/pool/neon.hpp"
 #include "mosaiq/ops/pool/x86.hpp"
 #include "mosaiq/reference/pool.hpp"
@@ -38,6 +39,9 @@ void max_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, con
 template <quantized_element T>
 void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
                       const window_geometry& geometry, clamp_range clamp) noexcept;
+template <quantized_element T>
+bool whole_map_average(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
+                       const window_geometry& geometry, clamp_range clamp) noexcept;
 template <rounding R, quantized_element T>
 [[gnu::always_inline]] inline int global_average_channels(const tensor_view<const T>& in, int n,
                                                           std::int32_t offset_total, requant_scale scale,
@@ -54,6 +58,30 @@ struct window_divisor {
     return {taps, lanes::divisor_regs::of(std::min(taps, max_vector_average_taps))};
   }
 };
+
+/// Average pool's last steps on the int32 sums of one block of 16 channels: the rounded division by the tap count (in
+/// vectors when VectorOnly or up to max_vector_average_taps, else per lane), the activation clamp, and the store of
+/// `channels` (16 or fewer) values.
+template <bool VectorOnly, quantized_element T>
+[[gnu::always_inline]] inline void finish_average(lanes::reg* acc, T* out, int channels, const window_divisor& divisor,
+                                                  lanes::reg lo, lanes::reg hi) noexcept {
+  if (VectorOnly || divisor.vector()) {
+    for (int j = 0; j < lanes::regs; ++j) acc[j] = lanes::rounded_divide(acc[j], divisor.regs);
+  } else {
+    alignas(64) std::int32_t sums[lanes::block];
+    lanes::store(sums, acc);
+    for (std::int32_t& v : sums) v = reference::detail::rounded_divide(v, divisor.taps);
+    lanes::load(sums, acc);
+  }
+  for (int j = 0; j < lanes::regs; ++j) acc[j] = xsimd::min(xsimd::max(acc[j], lo), hi);
+  if (channels < lanes::block) {
+    T result[lanes::block];
+    lanes::narrow<T>(result, acc);
+    std::memcpy(out, result, static_cast<std::size_t>(channels) * sizeof(T));
+  } else {
+    lanes::narrow<T>(out, acc);
+  }
+}
 
 /// Average pool: channels [c, c + 16) of one output pixel from the window's taps (summed in int32, divided exactly);
 /// `in` points at channel c of pixel (y_begin, x_begin), `channels` = 16 or fewer (then the taps are copied into a
@@ -84,22 +112,7 @@ template <int Rows, int Cols, quantized_element T>
       load(in + y * row + x * pixel, tap);
       for (int j = 0; j < lanes::regs; ++j) acc[j] += tap[j];
     }
-  if (Rows > 0 || divisor.vector()) {
-    for (int j = 0; j < lanes::regs; ++j) acc[j] = lanes::rounded_divide(acc[j], divisor.regs);
-  } else {
-    alignas(64) std::int32_t sums[lanes::block];
-    lanes::store(sums, acc);
-    for (std::int32_t& v : sums) v = reference::detail::rounded_divide(v, divisor.taps);
-    lanes::load(sums, acc);
-  }
-  for (int j = 0; j < lanes::regs; ++j) acc[j] = xsimd::min(xsimd::max(acc[j], lo), hi);
-  if (partial) {
-    T result[lanes::block];
-    lanes::narrow<T>(result, acc);
-    std::memcpy(out, result, static_cast<std::size_t>(channels) * sizeof(T));
-  } else {
-    lanes::narrow<T>(out, acc);
-  }
+  finish_average<(Rows > 0), T>(acc, out, channels, divisor, lo, hi);
 }
 
 /// Average pool: every channel of one output pixel, in blocks of 16 (window_block<Rows, Cols>).
@@ -141,6 +154,34 @@ void average_windowed(const tensor_view<const T>& in, const tensor_view<T>& out,
         else
           average_pixel<0, 0, T>(first, pixel, row, rows, cols, target, channels, divisor, lo, hi);
       }
+}
+
+/// Average pool whose one window is the whole map (the selfie models' squeeze pools: AVERAGE_POOL_2D with the map's
+/// size as kernel): per image the channel sums of dense_sums, then finish_average by the pixel count. False, with
+/// nothing written, where that does not apply (more than one output pixel, a window short of the map, a view that
+/// is not dense, a channel count without a dense step): the caller runs average_windowed.
+template <quantized_element T>
+bool whole_map_average(const tensor_view<const T>& in, const tensor_view<T>& out, const pool_params& params,
+                       const window_geometry& geometry, clamp_range clamp) noexcept {
+  if (out.height() != 1 || out.width() != 1 || !dense_sums::applies(in)) return false;
+  const reference::detail::pool_window w =
+      reference::detail::window_at(geometry, params, in.height(), in.width(), 0, 0);
+  if (w.y_begin != 0 || w.x_begin != 0 || w.y_end != in.height() || w.x_end != in.width()) return false;
+  const window_divisor divisor = window_divisor::of(w.taps());
+  const lanes::reg lo(clamp.min), hi(clamp.max);
+  const int channels = in.channels();
+  alignas(64) std::int32_t sums[dense_sums::max_step_bytes + lanes::block];
+  std::fill_n(sums + channels, lanes::block, 0);  // the last block's lanes past the channels
+  for (int n = 0; n < in.batch(); ++n) {
+    dense_sums::image_channel_sums<T>(in, n, sums);
+    T* target = out.pixel(n, 0, 0);
+    for (int c = 0; c < channels; c += lanes::block) {
+      lanes::reg acc[lanes::regs];
+      lanes::load(sums + c, acc);
+      finish_average<false, T>(acc, target + c, std::min(lanes::block, channels - c), divisor, lo, hi);
+    }
+  }
+  return true;
 }
 
 /// Max pool on the 8-bit values themselves (max is exact in any width): a vector of channels per step (64 on
@@ -305,12 +346,20 @@ inline void finish_block(const std::int32_t* sums, int count, std::int32_t offse
   }
 }
 
-/// Global average pool of image n: channels in groups of sum_blocks * lanes::block (one pass over the image each),
-/// finished by finish_block; returns the channels done (all of them).
+/// Global average pool of image n: the channel sums of dense_sums where they apply, else channels in groups of
+/// sum_blocks * lanes::block (one pass over the image each), finished by finish_block; returns the channels done (all
+/// of them).
 template <rounding R, quantized_element T>
 [[gnu::always_inline]] inline int global_average_channels(const tensor_view<const T>& in, int n,
                                                           std::int32_t offset_total, requant_scale scale,
                                                           const global_pool_params& params, T* target) noexcept {
+  if (dense_sums::applies(in)) {
+    alignas(64) std::int32_t sums[dense_sums::max_step_bytes];
+    dense_sums::image_channel_sums<T>(in, n, sums);
+    for (int j = 0; j < in.channels(); j += lanes::block)
+      finish_block<R>(sums + j, std::min(lanes::block, in.channels() - j), offset_total, scale, params, target + j);
+    return in.channels();
+  }
   int c = 0;
   constexpr int group = detail::pooling::sum_blocks * lanes::block;
   for (; c < in.channels(); c += group) {

@@ -1,5 +1,6 @@
 // Max pool's byte vectors on x86 (ops/pool/simd.hpp's max_window): AVX2's 32 bytes, AVX-512's 64 (masked partial
-// vectors, and a 32-channel `half` step), AVX2's partial vectors through a zero-padded copy (ops/pool/padded.hpp).
+// vectors, and a 32-channel `half` step), AVX2's partial vectors through a zero-padded copy (ops/pool/padded.hpp);
+// `in_register` for ops/pool/dense_sums.hpp.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,13 @@
 #if MOSAIQ_TARGET_AVX2
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::pooling {
+
+/// An empty asm statement that keeps a vector in a register: the compiler can no longer take it as a memory operand
+/// of each instruction that uses it (ops/pool/dense_sums.hpp: one load, not two).
+template <class Vector>
+[[gnu::always_inline]] inline void in_register(Vector& x) noexcept {
+  asm("" : "+v"(x.data));
+}
 
 struct bytes256 {
   using vec = __m256i;
