@@ -14,10 +14,10 @@
 //            for windows up to 4096 taps; a larger window, e.g. a whole-map pool, divides its 16 sums in scalar code,
 //            one division per channel against thousands of taps summed), then the activation clamp; a window that
 //            is the whole map (one output pixel) of a dense view takes the global pool's dense sums instead;
-//   global   the sum over all pixels per channel: on a dense view whose channel count has a step of 4-8 vectors
-//            (ops/pool/dense_sums.hpp: the image as one byte stream, 16-bit lane sums), else per 64 channels (one
-//            pass over the image, four blocks of int32 sums); then per channel the reference's MEAN recipe
-//            (input offset, multiplier, rounded division, output offset): C values per image.
+//   global   the sum over all pixels per channel: on a dense image of at least 4 KB whose channel count has a
+//            step of 4-8 vectors (ops/pool/dense_sums.hpp: the image as one byte stream, 16-bit lane sums), else per
+//            64 channels (one pass over the image, four blocks of int32 sums); then per channel the reference's MEAN
+//            recipe (input offset, multiplier, rounded division, output offset): C values per image.
 // Without an ISA (scalar builds) every op calls the reference. The vector path is ops/pool/simd.hpp, on the byte
 // vectors of ops/pool/{x86,neon}.hpp for max pool.
 #pragma once
