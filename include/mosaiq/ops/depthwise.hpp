@@ -513,6 +513,26 @@ class depthwise {
     }
   }
 
+  // Output channel ic*M + m reads input channel ic: each of the row's `width` pixels replicated into `expanded`
+  // (C*M bytes a pixel), so the row is then built as M = 1. A dense row is one run of channels (every byte
+  // repeated M times), so the vector expansion runs over the whole row instead of pixel by pixel.
+  void replicate_row(const std::uint8_t* source, std::ptrdiff_t source_stride, int width,
+                     std::uint8_t* expanded) const {
+    const bool dense = source_stride == channels_;
+    const int pixels = dense ? 1 : width;
+    const int run = dense ? width * channels_ : channels_;
+    for (int ix = 0; ix < pixels; ++ix) {
+      const std::uint8_t* px = source + ix * source_stride;
+      std::uint8_t* dst = expanded + static_cast<std::ptrdiff_t>(ix) * channels_ * multiplier;
+      if constexpr (kernels::dw::replicates_channels<multiplier>) {
+        kernels::dw::replicate_channels<multiplier>(px, dst, run);
+      } else {
+        for (int ic = 0; ic < run; ++ic)
+          for (int m = 0; m < multiplier; ++m) dst[ic * multiplier + m] = px[ic];
+      }
+    }
+  }
+
   // One tap-group row for input row iy: per output column and group, the 4 taps' source pixels
   // (or the pad pixel) interleaved per channel.
   template <std::uint8_t Flip>
@@ -522,17 +542,7 @@ class depthwise {
     const auto* source = reinterpret_cast<const std::uint8_t*>(in.pixel(n, iy, 0));
     std::ptrdiff_t source_stride = in.pixel_stride();
     if constexpr (multiplier > 1) {
-      // Output channel ic*M + m reads input channel ic: replicate once per row, then build as M = 1.
-      for (int ix = 0; ix < in.width(); ++ix) {
-        const std::uint8_t* px = source + ix * source_stride;
-        std::uint8_t* dst = expanded + static_cast<std::ptrdiff_t>(ix) * oc;
-        if constexpr (kernels::dw::replicates_channels<multiplier>) {
-          kernels::dw::replicate_channels<multiplier>(px, dst, channels_);
-          continue;
-        }
-        for (int ic = 0; ic < channels_; ++ic)
-          for (int m = 0; m < multiplier; ++m) dst[ic * multiplier + m] = px[ic];
-      }
+      replicate_row(source, source_stride, in.width(), expanded);
       source = expanded;
       source_stride = oc;
     }
