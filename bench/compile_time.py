@@ -107,9 +107,10 @@ def flags(opt, extra, include):
 
 
 def time_compile(cxx, path, opt, extra, include):
-    proc = subprocess.Popen([cxx, *flags(opt, extra, include), path], stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+    proc = subprocess.Popen([cxx, *flags(opt, extra, include), path], stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL)
+    err = proc.stderr.read().decode(errors="replace")  # before waiting: a long error would fill the pipe
     _, status, usage = os.wait4(proc.pid, 0)
-    err = proc.stderr.read().decode()
     if status != 0:
         first = next((line for line in err.splitlines() if "error" in line), err[:300])
         print(f"# compile failed: {path}: {first[:300]}", flush=True)
