@@ -5,7 +5,8 @@
 // input full or 1, at least one full), channel counts around the 16-element block and the 8-element gather, dense and
 // strided/misaligned views with canaries, u8 and i8, both rounding modes, activations, random and extreme
 // quantizations (multipliers flushed to zero, exactly 1, with large left shifts), in place, and mul over every pair of
-// byte values through the element-wise, held-scalar and held-vector kernels.
+// byte values through the element-wise, held-scalar and held-vector kernels. With MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1
+// the broadcast grids run one quantization per distinct kernel path (check_broadcast_grid).
 #include "mosaiq/ops/eltwise.hpp"
 
 #include <doctest/doctest.h>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <span>
@@ -266,7 +268,10 @@ TEST_CASE_TEMPLATE("add's linear form: flagged blocks, tails, unaligned and in-p
   mosaiq::test::random_quant<T> random(rng);
   mosaiq::add<T> kernel;
   const mosaiq::detail::eltwise::add_linear* form = nullptr;
-  for (int i = 0; i < 400 && (form == nullptr || form->wrong_pairs == 0); ++i) {
+  // Without the linear form (a compile-time choice of the path) no quantization gets one: a few kernels show it (the
+  // search for one with wrong candidates would build all 400 for nothing).
+  const int tries = mosaiq::detail::eltwise::native_path::linear_add ? 400 : 8;
+  for (int i = 0; i < tries && (form == nullptr || form->wrong_pairs == 0); ++i) {
     kernel = mosaiq::add<T>(random(), random(), random(), activation::none);
     form = kernel.linear_form();
   }
@@ -465,10 +470,22 @@ std::vector<std::array<quant_params, 3>> mul_quantizations(std::mt19937& rng) {
   return q;
 }
 
+/// Byte -> value maps for a's and b's random values.
+template <class T>
+using value_maps = std::array<std::array<T, 256>, 2>;
+
+template <class T>
+void map_values(placed_tensor<T>& t, const std::array<T, 256>& map) {
+  for (std::size_t i = 0; i < t.storage.size(); ++i)
+    if (t.inside(i)) t.storage[i] = map[static_cast<std::uint8_t>(t.storage[i])];
+}
+
 /// The SIMD kernel against the reference over every broadcast pattern pair, in dense and placed (strided,
-/// misaligned, canary-guarded) views, plus in place where out can be a.
+/// misaligned, canary-guarded) views, plus in place where out can be a; a's and b's random values through maps where
+/// given.
 template <class T, class Kernel, class Reference>
-void check_patterns(const Kernel& kernel, Reference reference, std::mt19937& rng, bool strided) {
+void check_patterns(const Kernel& kernel, Reference reference, std::mt19937& rng, bool strided,
+                    const value_maps<T>* maps = nullptr) {
   for (const int channels : broadcast_channel_counts)
     for (unsigned pattern_a = 0; pattern_a < 16; ++pattern_a)
       for (unsigned pattern_b = 0; pattern_b < 16; ++pattern_b) {
@@ -482,6 +499,10 @@ void check_patterns(const Kernel& kernel, Reference reference, std::mt19937& rng
         placed_tensor<T> expected(out_dims, out_batch, 0, 0);
         a.fill_random(rng);
         b.fill_random(rng);
+        if (maps != nullptr) {
+          map_values(a, (*maps)[0]);
+          map_values(b, (*maps)[1]);
+        }
         reference(a.view(), b.view(), expected.view());
         kernel(a.view(), b.view(), out.view());
         CAPTURE(channels);
@@ -500,32 +521,138 @@ void check_patterns(const Kernel& kernel, Reference reference, std::mt19937& rng
       }
 }
 
+/// Which code a broadcast run of a kernel takes, as the kernel chooses it at load from its quantization and activation
+/// (not from shapes or data): add's arithmetic (linear form, exact tables, pipeline: its own linear_form() and
+/// uses_tables(), which operator() branches on), MUL's output step (the path's folded step where usable, its 16-bit
+/// products where narrow, with or without the negative-product correction: mul_kernels and mul_folded_regs::span ask
+/// the same mul_fold), whether the clamp is narrower than T's range where kernels branch on it (the x86 linear form,
+/// folded MUL and held-line columns; the lane kernels always clamp), and per held side whether none, some or all of
+/// its values have an exact held line and whether the lines need the split point (held_lines.hpp). Scalar builds run
+/// the reference's one walk: one path.
+struct broadcast_path {
+  int arithmetic = 0;
+  bool correction = false;
+  bool clamps = false;
+  std::array<int, 2> lines{};
+  bool operator==(const broadcast_path&) const = default;
+};
+
+inline std::array<int, 2> held_line_classes(const mosaiq::detail::eltwise::held_line_sides* sides) {
+  if (sides == nullptr) return {};
+  const auto of = [](const mosaiq::detail::eltwise::held_lines& lines) {
+    const int exact = lines.exact_count == 0 ? 0 : lines.exact_count < 256 ? 1 : 2;
+    return exact + (lines.has_split() ? 3 : 0);
+  };
+  return {of(sides->held_a), of(sides->held_b)};
+}
+
+/// Whether the clamp is narrower than T's range on a level whose kernels branch on it.
+template <class T>
+bool clamp_branch(const mosaiq::clamp_range& clamp) {
+  using path = mosaiq::detail::eltwise::native_path;
+  if constexpr (!path::linear_add && !mosaiq::detail::eltwise::folds_mul<path>) return false;
+  return clamp.min != element_traits<T>::min || clamp.max != element_traits<T>::max;
+}
+
+template <class T, rounding R>
+broadcast_path path_of(const mosaiq::add<T, R>& kernel) {
+  if constexpr (!mosaiq::detail::eltwise::vector_kernels) return {};
+  const int linear = kernel.linear_form() != nullptr ? 2 : 0;
+  return {linear + (kernel.uses_tables() ? 1 : 0), false, clamp_branch<T>(kernel.params().clamp),
+          held_line_classes(kernel.held_lines())};
+}
+
+template <class T, rounding R>
+broadcast_path path_of(const mosaiq::mul<T, R>& kernel) {
+  if constexpr (!mosaiq::detail::eltwise::vector_kernels) return {};
+  broadcast_path result{0, false, clamp_branch<T>(kernel.params().clamp), held_line_classes(kernel.held_lines())};
+  if constexpr (mosaiq::detail::eltwise::folds_mul<mosaiq::detail::eltwise::native_path>) {
+    const auto fold = mosaiq::detail::eltwise::mul_fold::of<R>(kernel.params());
+    result.arithmetic = !fold.usable ? 0 : fold.narrow() ? 2 : 1;
+    result.correction = fold.narrow() && fold.threshold == 0;
+  }
+  return result;
+}
+
+/// Maps each input's values to the nearest values (upwards, by byte) whose held lines are exact, or are not, where that
+/// input's lines are partly exact: its held pixels then always run on their lines, or always on terms.
+template <class T>
+value_maps<T> held_line_maps(const mosaiq::detail::eltwise::held_line_sides& sides, bool exact) {
+  value_maps<T> maps{};
+  const std::array<const mosaiq::detail::eltwise::held_lines*, 2> side_lines{&sides.held_a, &sides.held_b};
+  for (std::size_t side = 0; side < 2; ++side) {
+    const auto& lines = side_lines[side]->lines;
+    const bool partial = side_lines[side]->exact_count > 0 && side_lines[side]->exact_count < 256;
+    for (std::size_t v = 0; v < 256; ++v) {
+      std::size_t w = v;
+      while (partial && lines[w % 256].exact != exact) ++w;
+      maps[side][v] = static_cast<T>(static_cast<std::uint8_t>(w % 256));
+    }
+  }
+  return maps;
+}
+
+/// The broadcast grid of one op: every (quantization, activation) kernel over check_patterns, each kernel's data from
+/// its own seed. MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1 (tests/CMakeLists.txt, MOSAIQ_TEST_BROADCAST_PATH_GRID_ISAS) runs
+/// the first kernel of each distinct broadcast_path only: every path still runs every pattern pair, channel count
+/// and view (docs/decisions.md, "The test suite, part 5").
+template <class T, template <class, rounding> class Op, rounding R>
+void check_broadcast_grid(const std::vector<std::array<quant_params, 3>>& quantizations,
+                          std::initializer_list<activation> acts, std::uint32_t seed) {
+  std::vector<broadcast_path> paths;
+  int kernels = 0, run = 0, grids = 0;
+  for (const auto& q : quantizations)
+    for (const activation act : acts) {
+      const Op<T, R> kernel(q[0], q[1], q[2], act);
+      REQUIRE(kernel.valid());
+      std::mt19937 rng(seed + static_cast<std::uint32_t>(kernels++));
+      const broadcast_path path = path_of(kernel);
+      const bool new_path = std::find(paths.begin(), paths.end(), path) == paths.end();
+      if (new_path) paths.push_back(path);
+      if (MOSAIQ_TEST_BROADCAST_PATH_GRIDS && !new_path) continue;
+      ++run;
+      const auto reference = [&kernel](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) {
+        if constexpr (std::is_same_v<Op<T, R>, mosaiq::add<T, R>>)
+          ref::add<R, T>(a, b, out, kernel.params());
+        else
+          ref::mul<R, T>(a, b, out, kernel.params());
+      };
+      CAPTURE(q[0].scale);
+      CAPTURE(q[1].scale);
+      CAPTURE(q[2].scale);
+      CAPTURE(static_cast<int>(act));
+      if (MOSAIQ_TEST_BROADCAST_PATH_GRIDS && (path.lines[0] % 3 == 1 || path.lines[1] % 3 == 1)) {
+        // Partly exact lines: whether a held pixel runs on its lines depends on its values, so both ways, each on
+        // every pattern and view (the full grid's random values take one or the other by chance).
+        for (const bool exact : {true, false}) {
+          const value_maps<T> maps = held_line_maps<T>(*kernel.held_lines(), exact);
+          for (const bool strided : {false, true}) check_patterns<T>(kernel, reference, rng, strided, &maps);
+          ++grids;
+        }
+        continue;
+      }
+      for (const bool strided : {false, true}) check_patterns<T>(kernel, reference, rng, strided);
+      ++grids;
+    }
+  MESSAGE(run, " of ", kernels, " kernels run (", grids, " pattern grids), ", paths.size(), " distinct paths");
+}
+
 template <class T, rounding R>
 void check_mul_broadcast() {
   std::mt19937 rng(7);
-  for (const auto& q : mul_quantizations<T>(rng))
-    for (const activation act : {activation::none, activation::relu6}) {
-      const mosaiq::mul<T, R> kernel(q[0], q[1], q[2], act);
-      REQUIRE(kernel.valid());
-      const auto reference = [&kernel](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) {
-        ref::mul<R, T>(a, b, out, kernel.params());
-      };
-      for (const bool strided : {false, true}) check_patterns<T>(kernel, reference, rng, strided);
-    }
+  check_broadcast_grid<T, mosaiq::mul, R>(mul_quantizations<T>(rng), {activation::none, activation::relu6}, 700);
 }
 
 template <class T, rounding R>
 void check_add_broadcast() {
   std::mt19937 rng(8);
-  for (const auto& q : add_quantizations<T>(rng))
-    for (const activation act : {activation::none, activation::relu}) {
-      const mosaiq::add<T, R> kernel(q[0], q[1], q[2], act);
-      REQUIRE(kernel.valid());
-      const auto reference = [&kernel](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) {
-        ref::add<R, T>(a, b, out, kernel.params());
-      };
-      for (const bool strided : {false, true}) check_patterns<T>(kernel, reference, rng, strided);
-    }
+  std::vector<std::array<quant_params, 3>> quantizations = add_quantizations<T>(rng);
+  // Equal input scales whose ties defeat the linear form (TFLite reference rounding): on x86 the first keeps exact
+  // tables and the second has neither, so add's table-only and pipeline-only walks run there too.
+  const int lo = element_traits<T>::min, mid = lo + 128, hi = element_traits<T>::max;
+  quantizations.push_back({quant_params{0.05f, lo}, quant_params{0.05f, mid}, quant_params{0.1f, hi}});
+  quantizations.push_back({quant_params{0.05f, hi}, quant_params{0.05f, lo}, quant_params{0.1f, mid}});
+  check_broadcast_grid<T, mosaiq::add, R>(quantizations, {activation::none, activation::relu}, 800);
 }
 
 TEST_CASE("broadcast mul equals the reference: u8, TFLite reference rounding") {

@@ -24,6 +24,12 @@
 #ifndef MOSAIQ_TEST_PATH_GRIDS
 #define MOSAIQ_TEST_PATH_GRIDS 0
 #endif
+// MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1 (tests/CMakeLists.txt: the levels of MOSAIQ_TEST_BROADCAST_PATH_GRID_ISAS) runs
+// the broadcast add/mul grids (tests/eltwise_test.cpp) on one quantization per distinct kernel path instead of all of
+// them (docs/decisions.md, "The test suite, part 5").
+#ifndef MOSAIQ_TEST_BROADCAST_PATH_GRIDS
+#define MOSAIQ_TEST_BROADCAST_PATH_GRIDS 0
+#endif
 
 namespace mosaiq::test {
 
