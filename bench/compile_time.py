@@ -12,6 +12,8 @@ the compiler, from os.wait4). What the unit instantiates is one "part":
   run       + run()
   banded    the type with banding::automatic() (the chain search and its plan)
   profile   + mosaiq::profile() (run_observed with the timer, layer_kind)
+  joining   another list: one long run of layers that all join a band chain (pointwise 16, depthwise 3x3,
+            pointwise 8, repeated on a 128x128x8 map) with banding::automatic(): the chain search at its longest
 
 usage: compile_time.py [--layers 25,50,100,200,400] [--parts type,run] [--opt syntax|O2|both]
                        [--cxx g++] [--include DIR] [--repeat 1] [--keep DIR] [--extra FLAGS]
@@ -65,13 +67,25 @@ def layer_list(n):
     return layers
 
 
+JOINING = [
+    "mosaiq::layers::pointwise<mosaiq::layers::pointwise_config{.out_channels = 16}>",
+    "mosaiq::layers::depthwise<mosaiq::layers::depthwise_config{.kernel = {3, 3}, .pad = mosaiq::padding::same()}>",
+    "mosaiq::layers::pointwise<mosaiq::layers::pointwise_config{.out_channels = 8}>",
+]
+
+
+def joining_list(n):
+    return [JOINING[i % 3] for i in range(n)]
+
+
 def unit(n, part):
-    banding = "::with_banding<mosaiq::banding::automatic()>" if part == "banded" else ""
-    layers = ",\n    ".join(layer_list(n))
+    banding = "::with_banding<mosaiq::banding::automatic()>" if part in ("banded", "joining") else ""
+    layers = ",\n    ".join(joining_list(n) if part == "joining" else layer_list(n))
+    size = "128, 128, 8" if part == "joining" else "64, 64, 3"
     src = [
         '#include "mosaiq/net.hpp"',
         "",
-        f"using input = mosaiq::input<mosaiq::i8, 64, 64, 3>{banding};",
+        f"using input = mosaiq::input<mosaiq::i8, {size}>{banding};",
         f"using net = mosaiq::network<input,\n    {layers}>;",
         "static_assert(net::layer_count == %d);" % n,
         "static_assert(net::output_shape == mosaiq::shape{32, 32, 24} || net::output_shape.channels > 0);",
@@ -94,7 +108,7 @@ def unit(n, part):
             "  return mosaiq::profile<net>(p, in, out, arena, 1, nullptr).total_ms;",
             "}",
         ]
-    if part == "banded":
+    if part in ("banded", "joining"):
         src += ["int chains() { return net::band_chain_count; }"]
     return "\n".join(src) + "\n"
 
