@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -1065,3 +1067,29 @@ TEST_CASE("OpenCV softNMSBoxes agrees") {
   }
 }
 #endif
+
+TEST_CASE("first_max_value: bit for bit the plain strict-> loop's value (NaN first or later, signed zeros, ties)") {
+  const auto plain = [](const float* v, std::size_t first, std::size_t n) {
+    std::size_t best = first;
+    for (std::size_t c = first + 1; c < n; ++c)
+      if (v[c] > v[best]) best = c;
+    return v[best];
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {nan, -inf, inf, 0.0f, -0.0f, 1.0f, -1.0f, 0.5f};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> pick(0, 15);  // 0-7: a special value, 8-15: a few small values (ties)
+  std::vector<float> v(48);
+  for (int trial = 0; trial < 40000; ++trial) {
+    const std::size_t n = 1 + static_cast<std::size_t>(trial % 41);
+    const std::size_t first = static_cast<std::size_t>(trial / 41 % 3) % n;
+    const int specials_from = trial % 5 == 0 ? 0 : 1;  // one trial in five may start with a NaN
+    for (std::size_t c = 0; c < n; ++c) {
+      const int k = std::max(pick(rng), specials_from);
+      v[c] = k < 8 ? specials[k] : static_cast<float>(k - 12) * 0.25f;
+    }
+    const float expected = plain(v.data(), first, n);
+    const float got = mosaiq::detail::first_max_value(v.data(), first, n);
+    REQUIRE(std::bit_cast<std::uint32_t>(got) == std::bit_cast<std::uint32_t>(expected));
+  }
+}

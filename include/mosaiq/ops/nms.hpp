@@ -304,6 +304,28 @@ inline void for_each_above(const float* row, float threshold, float at_least, in
   }
 }
 
+/// v[b] for b the first maximum of v[first, n) under strict > (TFLite's ArgMaxVector: a NaN wins only in the first
+/// place), bit for bit, where the class b itself is not needed. Eight runs keep their own maximum (one chain of
+/// dependent compares is latency-bound); every run starts from v[first] and a NaN never replaces a value, so the
+/// result is the largest value. Only a zero maximum needs the plain loop: its sign is the first zero's.
+inline float first_max_value(const float* v, std::size_t first, std::size_t n) noexcept {
+  if (std::isnan(v[first])) return v[first];
+  constexpr std::size_t runs = 8;
+  std::array<float, runs> largest;
+  largest.fill(v[first]);
+  std::size_t c = first + 1;
+  for (; c + runs <= n; c += runs)
+    for (std::size_t k = 0; k < runs; ++k) largest[k] = v[c + k] > largest[k] ? v[c + k] : largest[k];
+  for (; c < n; ++c) largest[0] = v[c] > largest[0] ? v[c] : largest[0];
+  float best = largest[0];
+  for (std::size_t k = 1; k < runs; ++k) best = largest[k] > best ? largest[k] : best;
+  if (best != 0) return best;
+  std::size_t at = first;
+  for (c = first + 1; c < n; ++c)
+    if (v[c] > v[at]) at = c;
+  return v[at];
+}
+
 /// Turns a quantized or float score tensor into float scores and answers "is this score a candidate" cheaply.
 template <tensor_element T>
 class score_reader {
@@ -408,6 +430,15 @@ class score_reader {
       }
     }
     return row_;
+  }
+
+  /// The score first_max writes, without the class (for float scores without an activation, the faster way).
+  float max_score(std::size_t row, std::size_t first) const noexcept {
+    if constexpr (std::same_as<T, float>)
+      if (activation_ == score_activation::none) return first_max_value(values_ + row * classes_, first, classes_);
+    float best = 0;
+    first_max(row, first, best);
+    return best;
   }
 
   /// Index of the first maximum score among classes [first, classes) of row; the quantized monotone case compares
@@ -1391,8 +1422,7 @@ class tflite_detection_postprocess {
                        const tflite_postprocess_outputs& out, work& w) const {
     std::size_t count = 0;
     for (std::size_t a = 0; a < Cfg.anchors; ++a) {
-      float best = 0;
-      reader.first_max(a, first_class, best);
+      const float best = reader.max_score(a, first_class);
       if (reader.passes(best)) w.candidates[count++] = {best, static_cast<std::uint32_t>(a)};
     }
     const std::size_t kept = greedy(w.candidates, count, Cfg.max_detections, params_.iou_threshold, w,
