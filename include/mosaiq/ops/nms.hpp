@@ -304,6 +304,16 @@ inline void for_each_above(const float* row, float threshold, float at_least, in
   }
 }
 
+/// Index of the first maximum of v[first, n) under strict > (TFLite's ArgMaxVector: a NaN never becomes the maximum
+/// unless it comes first).
+template <class V>
+std::size_t first_max_index(const V* v, std::size_t first, std::size_t n) noexcept {
+  std::size_t best = first;
+  for (std::size_t c = first + 1; c < n; ++c)
+    if (v[c] > v[best]) best = c;
+  return best;
+}
+
 /// v[b] for b the first maximum of v[first, n) under strict > (TFLite's ArgMaxVector: a NaN wins only in the first
 /// place), bit for bit, where the class b itself is not needed. Eight runs keep their own maximum (one chain of
 /// dependent compares is latency-bound); every run starts from v[first] and a NaN never replaces a value, so the
@@ -319,11 +329,7 @@ inline float first_max_value(const float* v, std::size_t first, std::size_t n) n
   for (; c < n; ++c) largest[0] = v[c] > largest[0] ? v[c] : largest[0];
   float best = largest[0];
   for (std::size_t k = 1; k < runs; ++k) best = largest[k] > best ? largest[k] : best;
-  if (best != 0) return best;
-  std::size_t at = first;
-  for (c = first + 1; c < n; ++c)
-    if (v[c] > v[at]) at = c;
-  return v[at];
+  return best != 0 ? best : v[first_max_index(v, first, n)];
 }
 
 /// Turns a quantized or float score tensor into float scores and answers "is this score a candidate" cheaply.
@@ -445,24 +451,19 @@ class score_reader {
   /// integers. Returns the class and writes its score.
   std::size_t first_max(std::size_t row, std::size_t first, float& best_score) const noexcept {
     const T* r = values_ + row * classes_;
-    std::size_t best = first;
     if constexpr (quantized_element<T>) {
       if (activation_ != score_activation::softmax) {
-        for (std::size_t c = first + 1; c < classes_; ++c)
-          if (r[c] > r[best]) best = c;
+        const std::size_t best = first_max_index(r, first, classes_);
         best_score = table_[static_cast<u8>(r[best])];
         return best;
       }
     } else if (activation_ == score_activation::none) {
-      // TFLite's ArgMaxVector: strict >, so NaN never becomes the maximum unless it comes first.
-      for (std::size_t c = first + 1; c < classes_; ++c)
-        if (r[c] > r[best]) best = c;
+      const std::size_t best = first_max_index(r, first, classes_);
       best_score = r[best];
       return best;
     }
     const float* s = scores(row);
-    for (std::size_t c = first + 1; c < classes_; ++c)
-      if (s[c] > s[best]) best = c;
+    const std::size_t best = first_max_index(s, first, classes_);
     best_score = s[best];
     return best;
   }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -172,36 +173,15 @@ bool applies(const tensor_view<const T>& in) noexcept {
          vectors_for(in.channels()) != 0;
 }
 
-/// Per channel, the sum over every pixel of image n (raw values), into sums[0, channels); false (nothing written)
-/// where it does not apply (the caller sums another way).
+/// Per channel, the sum over every pixel of image n (raw values), into sums[0, channels); `in` must be a view that
+/// applies() takes.
 template <quantized_element T>
-bool image_channel_sums(const tensor_view<const T>& in, int n, std::int32_t* sums) noexcept {
-  if (!applies(in)) return false;
-  switch (vectors_for(in.channels())) {
-    case 4:
-      image_sums<T, 4>(in, n, sums);
-      return true;
-    case 5:
-      image_sums<T, 5>(in, n, sums);
-      return true;
-    case 6:
-      image_sums<T, 6>(in, n, sums);
-      return true;
-    case 7:
-      if constexpr (max_vectors >= 7) {
-        image_sums<T, 7>(in, n, sums);
-        return true;
-      }
-      return false;
-    case 8:
-      if constexpr (max_vectors >= 8) {
-        image_sums<T, 8>(in, n, sums);
-        return true;
-      }
-      return false;
-    default:
-      return false;
+void image_channel_sums(const tensor_view<const T>& in, int n, std::int32_t* sums) noexcept {
+  const int vectors = vectors_for(in.channels());
+  [&]<int... K>(std::integer_sequence<int, K...>) {
+    (void)((vectors == min_vectors + K && (image_sums<T, min_vectors + K>(in, n, sums), true)) || ...);
   }
+  (std::make_integer_sequence<int, max_vectors - min_vectors + 1>{});
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::pooling::dense_sums
