@@ -6,7 +6,7 @@
 // strided/misaligned views with canaries, u8 and i8, both rounding modes, activations, random and extreme
 // quantizations (multipliers flushed to zero, exactly 1, with large left shifts), in place, and mul over every pair of
 // byte values through the element-wise, held-scalar and held-vector kernels. With MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1
-// the broadcast grids run one quantization per distinct kernel path (check_broadcast_grid).
+// the broadcast, same-shape add and held-line grids run one quantization per distinct kernel path (broadcast_path).
 #include "mosaiq/ops/eltwise.hpp"
 
 #include <doctest/doctest.h>
@@ -62,47 +62,16 @@ std::vector<std::array<quant_params, 3>> add_quantizations(std::mt19937& rng) {
   return q;
 }
 
-template <class T, rounding R>
-void check_add() {
-  std::mt19937 rng(99);
-  for (const auto& q : add_quantizations<T>(rng))
-    for (const activation act : activations) {
-      const mosaiq::add<T, R> kernel(q[0], q[1], q[2], act);
-      REQUIRE(kernel.valid());
-      for (const layout l : layouts)
-        for (const int channels : channel_counts)
-          for (shape size : sizes) {
-            size.channels = channels;
-            placed_tensor<T> a(size, l.batch, l.extra, l.misalign);
-            placed_tensor<T> b(size, l.batch, l.extra == 0 ? 0 : l.extra + 2, l.misalign + 1);
-            placed_tensor<T> out(size, l.batch, l.extra == 0 ? 0 : 1, l.misalign + 2);
-            placed_tensor<T> expected(size, l.batch, 0, 0);
-            a.fill_random(rng);
-            b.fill_random(rng);
-            ref::add<R, T>(a.view(), b.view(), expected.view(), kernel.params());
-            kernel(a.view(), b.view(), out.view());
-            CAPTURE(channels);
-            CAPTURE(size.height);
-            CAPTURE(size.width);
-            CAPTURE(l.batch);
-            CAPTURE(l.extra);
-            CAPTURE(static_cast<int>(act));
-            CHECK(out.values() == expected.values());
-            CHECK(out.first_damaged_canary() == -1);
-            CHECK(a.first_damaged_canary() == -1);
-            CHECK(b.first_damaged_canary() == -1);
-            // In place: out is a.
-            kernel(a.view(), b.view(), a.view());
-            CHECK(a.values() == expected.values());
-            CHECK(a.first_damaged_canary() == -1);
-          }
-    }
+/// add_quantizations plus two with equal input scales whose ties defeat the linear form (TFLite reference rounding):
+/// on x86 the first keeps exact tables and the second has neither, so add's table-only and pipeline-only walks run too.
+template <class T>
+std::vector<std::array<quant_params, 3>> add_quantizations_with_ties(std::mt19937& rng) {
+  std::vector<std::array<quant_params, 3>> quantizations = add_quantizations<T>(rng);
+  const int lo = element_traits<T>::min, mid = lo + 128, hi = element_traits<T>::max;
+  quantizations.push_back({quant_params{0.05f, lo}, quant_params{0.05f, mid}, quant_params{0.1f, hi}});
+  quantizations.push_back({quant_params{0.05f, hi}, quant_params{0.05f, lo}, quant_params{0.1f, mid}});
+  return quantizations;
 }
-
-TEST_CASE("add equals the reference: u8, TFLite reference rounding") { check_add<u8, rounding::tflite_reference>(); }
-TEST_CASE("add equals the reference: i8, TFLite reference rounding") { check_add<i8, rounding::tflite_reference>(); }
-TEST_CASE("add equals the reference: u8, single rounding") { check_add<u8, rounding::single_round>(); }
-TEST_CASE("add equals the reference: i8, single rounding") { check_add<i8, rounding::single_round>(); }
 
 TEST_CASE_TEMPLATE("add over every pair of values equals the reference", T, u8, i8) {
   // 256 x 256 pairs as one dense 256 x 256 x 1 tensor, for several quantizations.
@@ -574,6 +543,14 @@ broadcast_path path_of(const mosaiq::mul<T, R>& kernel) {
   return result;
 }
 
+/// Records `path` in `paths`; whether it was new. With MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1 a grid runs only the first
+/// kernel of each path.
+inline bool first_of_path(std::vector<broadcast_path>& paths, const broadcast_path& path) {
+  const bool new_path = std::find(paths.begin(), paths.end(), path) == paths.end();
+  if (new_path) paths.push_back(path);
+  return new_path;
+}
+
 /// Maps each input's values to the nearest values (upwards, by byte) whose held lines are exact, or are not, where that
 /// input's lines are partly exact: its held pixels then always run on their lines, or always on terms.
 template <class T>
@@ -607,9 +584,7 @@ void check_broadcast_grid(const std::vector<std::array<quant_params, 3>>& quanti
       REQUIRE(kernel.valid());
       std::mt19937 rng(seed + static_cast<std::uint32_t>(kernels++));
       const broadcast_path path = path_of(kernel);
-      const bool new_path = std::find(paths.begin(), paths.end(), path) == paths.end();
-      if (new_path) paths.push_back(path);
-      if (MOSAIQ_TEST_BROADCAST_PATH_GRIDS && !new_path) continue;
+      if (!first_of_path(paths, path) && MOSAIQ_TEST_BROADCAST_PATH_GRIDS) continue;
       ++run;
       const auto reference = [&kernel](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> out) {
         if constexpr (std::is_same_v<Op<T, R>, mosaiq::add<T, R>>)
@@ -646,13 +621,8 @@ void check_mul_broadcast() {
 template <class T, rounding R>
 void check_add_broadcast() {
   std::mt19937 rng(8);
-  std::vector<std::array<quant_params, 3>> quantizations = add_quantizations<T>(rng);
-  // Equal input scales whose ties defeat the linear form (TFLite reference rounding): on x86 the first keeps exact
-  // tables and the second has neither, so add's table-only and pipeline-only walks run there too.
-  const int lo = element_traits<T>::min, mid = lo + 128, hi = element_traits<T>::max;
-  quantizations.push_back({quant_params{0.05f, lo}, quant_params{0.05f, mid}, quant_params{0.1f, hi}});
-  quantizations.push_back({quant_params{0.05f, hi}, quant_params{0.05f, lo}, quant_params{0.1f, mid}});
-  check_broadcast_grid<T, mosaiq::add, R>(quantizations, {activation::none, activation::relu}, 800);
+  check_broadcast_grid<T, mosaiq::add, R>(add_quantizations_with_ties<T>(rng), {activation::none, activation::relu},
+                                          800);
 }
 
 TEST_CASE("broadcast mul equals the reference: u8, TFLite reference rounding") {
@@ -679,6 +649,60 @@ TEST_CASE("broadcast add equals the reference: u8, single rounding") {
 TEST_CASE("broadcast add equals the reference: i8, single rounding") {
   check_add_broadcast<i8, rounding::single_round>();
 }
+
+/// The same-shape add grid: every (quantization, activation) kernel over every layout, channel count and size, in
+/// place too, each kernel's data from its own seed. A same-shape run has no held input, so its path is the kernel's
+/// arithmetic and clamp branch alone (broadcast_path without the held lines): MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1 runs
+/// the first kernel of each such path on the whole grid (docs/decisions.md, "The test suite, part 6").
+template <class T, rounding R>
+void check_add() {
+  std::mt19937 quantization_rng(99);
+  std::vector<broadcast_path> paths;
+  int kernels = 0, run = 0;
+  for (const auto& q : add_quantizations_with_ties<T>(quantization_rng))
+    for (const activation act : activations) {
+      const mosaiq::add<T, R> kernel(q[0], q[1], q[2], act);
+      REQUIRE(kernel.valid());
+      std::mt19937 rng(1000 + static_cast<std::uint32_t>(kernels++));
+      broadcast_path path = path_of(kernel);
+      path.lines = {};
+      if (!first_of_path(paths, path) && MOSAIQ_TEST_BROADCAST_PATH_GRIDS) continue;
+      ++run;
+      for (const layout l : layouts)
+        for (const int channels : channel_counts)
+          for (shape size : sizes) {
+            size.channels = channels;
+            placed_tensor<T> a(size, l.batch, l.extra, l.misalign);
+            placed_tensor<T> b(size, l.batch, l.extra == 0 ? 0 : l.extra + 2, l.misalign + 1);
+            placed_tensor<T> out(size, l.batch, l.extra == 0 ? 0 : 1, l.misalign + 2);
+            placed_tensor<T> expected(size, l.batch, 0, 0);
+            a.fill_random(rng);
+            b.fill_random(rng);
+            ref::add<R, T>(a.view(), b.view(), expected.view(), kernel.params());
+            kernel(a.view(), b.view(), out.view());
+            CAPTURE(channels);
+            CAPTURE(size.height);
+            CAPTURE(size.width);
+            CAPTURE(l.batch);
+            CAPTURE(l.extra);
+            CAPTURE(static_cast<int>(act));
+            CHECK(out.values() == expected.values());
+            CHECK(out.first_damaged_canary() == -1);
+            CHECK(a.first_damaged_canary() == -1);
+            CHECK(b.first_damaged_canary() == -1);
+            // In place: out is a.
+            kernel(a.view(), b.view(), a.view());
+            CHECK(a.values() == expected.values());
+            CHECK(a.first_damaged_canary() == -1);
+          }
+    }
+  MESSAGE(run, " of ", kernels, " kernels run, ", paths.size(), " distinct paths");
+}
+
+TEST_CASE("add equals the reference: u8, TFLite reference rounding") { check_add<u8, rounding::tflite_reference>(); }
+TEST_CASE("add equals the reference: i8, TFLite reference rounding") { check_add<i8, rounding::tflite_reference>(); }
+TEST_CASE("add equals the reference: u8, single rounding") { check_add<u8, rounding::single_round>(); }
+TEST_CASE("add equals the reference: i8, single rounding") { check_add<i8, rounding::single_round>(); }
 
 TEST_CASE_TEMPLATE("mul over every pair of values equals the reference, element-wise and held", T, u8, i8) {
   // 256 x 256 pairs as one dense 256 x 256 x 1 tensor; then each b value held as a 1x1x1 scalar over a 1x256 row of
@@ -914,12 +938,22 @@ void check_held_channel_counts(const Op& op, Reference reference, std::mt19937& 
           }
 }
 
+/// The gate multiply, a random multiply and a residual add, each with and without relu6, each run's data from its own
+/// seed; with MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1 only the first kernel of each broadcast_path (docs/decisions.md, "The
+/// test suite, part 6").
 template <class T, rounding R>
 void check_held_channel_counts_ops() {
-  std::mt19937 rng(24);
+  std::mt19937 quantization_rng(24);
   const int zp = std::is_same_v<T, u8> ? 128 : 0;
   const quant_params map{0.05f, zp - 3}, out{0.07f, zp + 2}, gate{1.0f / 256, zp - 128}, branch{0.03f, zp + 9};
-  mosaiq::test::random_quant<T> random(rng);
+  mosaiq::test::random_quant<T> random(quantization_rng);
+  std::vector<broadcast_path> paths;
+  std::uint32_t seed = 24;
+  const auto check = [&](const auto& op, auto reference) {
+    std::mt19937 rng(seed++);
+    if (first_of_path(paths, path_of(op)) || !MOSAIQ_TEST_BROADCAST_PATH_GRIDS)
+      check_held_channel_counts<T>(op, reference, rng);
+  };
   for (const activation act : {activation::none, activation::relu6}) {
     const mosaiq::mul<T, R> gated(map, gate, out, act), mul(random(), random(), random(), act);
     const mosaiq::add<T, R> add(map, branch, out, act);
@@ -928,14 +962,11 @@ void check_held_channel_counts_ops() {
         ref::mul<R, T>(a, b, o, op.params());
       };
     };
-    check_held_channel_counts<T>(gated, mul_reference(gated), rng);
-    if (mul.valid()) check_held_channel_counts<T>(mul, mul_reference(mul), rng);
-    check_held_channel_counts<T>(
-        add,
-        [&add](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> o) {
-          ref::add<R, T>(a, b, o, add.params());
-        },
-        rng);
+    check(gated, mul_reference(gated));
+    if (mul.valid()) check(mul, mul_reference(mul));
+    check(add, [&add](tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> o) {
+      ref::add<R, T>(a, b, o, add.params());
+    });
   }
 }
 

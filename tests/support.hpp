@@ -25,8 +25,8 @@
 #define MOSAIQ_TEST_PATH_GRIDS 0
 #endif
 // MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1 (tests/CMakeLists.txt: the levels of MOSAIQ_TEST_BROADCAST_PATH_GRID_ISAS) runs
-// the broadcast add/mul grids (tests/eltwise_test.cpp) on one quantization per distinct kernel path instead of all of
-// them (docs/decisions.md, "The test suite, part 5").
+// the broadcast add/mul, same-shape add and held-line grids (tests/eltwise_test.cpp) on one quantization per distinct
+// kernel path instead of all of them (docs/decisions.md, "The test suite, part 5" and "part 6").
 #ifndef MOSAIQ_TEST_BROADCAST_PATH_GRIDS
 #define MOSAIQ_TEST_BROADCAST_PATH_GRIDS 0
 #endif
