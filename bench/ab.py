@@ -5,10 +5,11 @@ Shared VMs drift by 10-30% between runs of the same binary minutes apart, so run
 then all of B measures the drift. Here every row runs alternately in A and B (A B, B A, A B, ...),
 each run a fresh process on that row alone, so both sides see the same drift. Per row it reports
 B/A of the minimum and of the median over the runs, and lists the rows whose both ratios exceed the
-threshold. Standard library only.
+threshold. Standard library only. --clock cpu_time compares the benchmarks' CPU time instead of real time: on a
+loaded machine a run's real time includes the time other processes held its core.
 
 usage: ab.py A_BENCH_DIR B_BENCH_DIR [--pairs N] [--min-time S] [--threshold R] [--filter REGEX]
-             [--json OUT] [bench_name ...]
+             [--clock real_time|cpu_time] [--json OUT] [bench_name ...]
 """
 
 import argparse
@@ -25,22 +26,22 @@ def list_rows(exe, pattern):
     return [n for n in names if "/mosaiq/" in n and re.search(pattern, n)]
 
 
-def time_row(exe, row, min_time):
-    """Real time of one run of `row` (the benchmark's own unit), or None when the row did not run."""
+def time_row(exe, row, min_time, clock):
+    """`clock` (real_time or cpu_time) of one run of `row` (the benchmark's own unit), or None when it did not run."""
     result = subprocess.run([exe, f"--benchmark_filter=^{re.escape(row)}$", f"--benchmark_min_time={min_time}",
                              "--benchmark_format=json"], capture_output=True, text=True)
     if result.returncode != 0:
         return None
     runs = [b for b in json.loads(result.stdout)["benchmarks"] if b["run_name"] == row and "error_occurred" not in b]
-    return runs[0]["real_time"] if runs else None
+    return runs[0][clock] if runs else None
 
 
-def paired_times(a_exe, b_exe, row, pairs, min_time):
+def paired_times(a_exe, b_exe, row, pairs, min_time, clock):
     times = {"a": [], "b": []}
     for k in range(pairs):
         order = (("a", a_exe), ("b", b_exe)) if k % 2 == 0 else (("b", b_exe), ("a", a_exe))
         for side, exe in order:
-            t = time_row(exe, row, min_time)
+            t = time_row(exe, row, min_time, clock)
             if t is not None:
                 times[side].append(t)
     return times
@@ -55,6 +56,7 @@ def main():
     parser.add_argument("--min-time", default="0.1")
     parser.add_argument("--threshold", type=float, default=1.02)
     parser.add_argument("--filter", default="")
+    parser.add_argument("--clock", choices=("real_time", "cpu_time"), default="real_time")
     parser.add_argument("--json")
     args = parser.parse_args()
 
@@ -65,7 +67,7 @@ def main():
         a_exe, b_exe = os.path.join(args.a_dir, bench), os.path.join(args.b_dir, bench)
         b_rows = set(list_rows(b_exe, args.filter))
         for row in (r for r in list_rows(a_exe, args.filter) if r in b_rows):
-            t = paired_times(a_exe, b_exe, row, args.pairs, args.min_time)
+            t = paired_times(a_exe, b_exe, row, args.pairs, args.min_time, args.clock)
             if not t["a"] or not t["b"]:
                 print(f"   n/a    n/a  {row} (did not run in both)", flush=True)
                 continue

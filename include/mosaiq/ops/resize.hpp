@@ -100,39 +100,23 @@ struct resize_config {
 
 namespace detail::upsample {
 
+/// One output row in channel blocks (every channel count and stride the dense kernels below do not take).
 template <resize_mode Mode, byte Flip>
-inline void run_row(const row_pass& r, bool dense) noexcept {
+inline void run_row(const row_pass& r) noexcept {
   if constexpr (has_vectors) {
-    if (dense) {
-      switch (r.channels) {
-        case 1:
-          return dense_row_with_edges<Mode, Flip, 1>(r);
-        case 2:
-          return dense_row_with_edges<Mode, Flip, 2>(r);
-        case 4:
-          return dense_row_with_edges<Mode, Flip, 4>(r);
-        case 8:
-          return dense_row_with_edges<Mode, Flip, 8>(r);
-        case 16:
-          return dense_row_with_edges<Mode, Flip, 16>(r);
-        default:
-          break;
-      }
-    }
     const int widths_done = across_widths<Mode, Flip>(
         native_widths{}, 0, [&r]<class Kernels>(Kernels, int first) { return Kernels::pixel_blocks(r, first); });
     scalar_pixels<Mode, Flip>(r, 0, r.width, overlapped_tail<Mode, Flip>(r, widths_done), r.channels);
   } else {
-    (void)dense;
     scalar_pixels<Mode, Flip>(r, 0, r.width, 0, r.channels);
   }
 }
 
-template <resize_mode Mode, quantized_element T>
-void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows, row_frame frame) noexcept {
-  constexpr byte flip = std::same_as<T, i8> ? 0x80 : 0x00;
+/// Output rows `rows`, each through `row(row_pass)`.
+template <resize_mode Mode, quantized_element T, class Row>
+[[gnu::always_inline]] inline void rows_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows,
+                                           row_frame frame, Row row) noexcept {
   const int height = frame.in_height;
-  const bool dense = in.is_dense() && out.is_dense();
   for (int n = 0; n < in.batch(); ++n) {
     for (int oy = rows.first; oy < rows.last; ++oy) {
       const int y = oy / 2;
@@ -141,16 +125,41 @@ void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_
         far_y = oy % 2 == 0 ? std::max(y - 1, 0) : std::min(y + 1, height - 1);
       else
         far_y = oy % 2 == 0 ? y : std::min(y + 1, height - 1);
-      const row_pass r{reinterpret_cast<const byte*>(in.pixel(n, y - frame.in_first, 0)),
-                       reinterpret_cast<const byte*>(in.pixel(n, far_y - frame.in_first, 0)),
-                       reinterpret_cast<byte*>(out.pixel(n, oy - frame.out_first, 0)),
-                       in.width(),
-                       in.channels(),
-                       in.pixel_stride(),
-                       out.pixel_stride()};
-      run_row<Mode, flip>(r, dense);
+      row(row_pass{reinterpret_cast<const byte*>(in.pixel(n, y - frame.in_first, 0)),
+                   reinterpret_cast<const byte*>(in.pixel(n, far_y - frame.in_first, 0)),
+                   reinterpret_cast<byte*>(out.pixel(n, oy - frame.out_first, 0)), in.width(), in.channels(),
+                   in.pixel_stride(), out.pixel_stride()});
     }
   }
+}
+
+/// Dense views of 1, 2, 4, 8 or 16 channels choose their kernel once, outside the row loop (each row is then its
+/// pointers and one dense_row_with_edges); other views go row by row in channel blocks.
+template <resize_mode Mode, quantized_element T>
+void bilinear_2x(const tensor_view<const T>& in, const tensor_view<T>& out, row_band rows, row_frame frame) noexcept {
+  constexpr byte flip = std::same_as<T, i8> ? 0x80 : 0x00;
+  if constexpr (has_vectors) {
+    const auto dense = [&]<int G>(std::integral_constant<int, G>) {
+      rows_2x<Mode>(in, out, rows, frame, [](const row_pass& r) { dense_row_with_edges<Mode, flip, G>(r); });
+    };
+    if (in.is_dense() && out.is_dense()) {
+      switch (in.channels()) {
+        case 1:
+          return dense(std::integral_constant<int, 1>{});
+        case 2:
+          return dense(std::integral_constant<int, 2>{});
+        case 4:
+          return dense(std::integral_constant<int, 4>{});
+        case 8:
+          return dense(std::integral_constant<int, 8>{});
+        case 16:
+          return dense(std::integral_constant<int, 16>{});
+        default:
+          break;
+      }
+    }
+  }
+  rows_2x<Mode>(in, out, rows, frame, [](const row_pass& r) { run_row<Mode, flip>(r); });
 }
 
 /// Nearest, integer factor S, legacy or half-pixel: source index o / S on both axes (floor(o/S) and

@@ -33,7 +33,7 @@ struct byte_table {
       }
   }
 
-  void run(const std::uint8_t* in, std::uint8_t* out, std::size_t count) const noexcept {
+  [[gnu::noinline]] void run(const std::uint8_t* in, std::uint8_t* out, std::size_t count) const noexcept {
     using lookup = simd::native_path_of<byte_lookup_for>;
     std::size_t j = lookup::run(values.data(), pshufb_deltas.data(), in, out, count);
     for (; j < count; ++j) out[j] = values[in[j]];
