@@ -83,13 +83,14 @@ struct run_case {
   bool strided_views;  // pixel_stride > channels on input and output
 };
 
-// Channel counts 1, 3, 8, 15, 16, 17, 31, 32, 64, 100; odd extents including 1; batch 2. Dense
+// Channel counts 1, 3, 8, 15, 16, 17, 31, 32, 64, 68, 72, 100; odd extents including 1; batch 2. Dense
 // 8, 16 and 32 channels take the VNNI build's contiguous-run path at stride 1 and its strided-run
-// path at stride 2 (breaking either fails the grid).
+// path at stride 2 (breaking either fails the grid); 68 and 72 end in a VNNI job of at most 8 channels,
+// which builds and computes two of its four blocks.
 constexpr run_case run_cases[] = {
-    {1, 7, 9, 1, false},   {3, 5, 5, 2, true},     {8, 1, 1, 1, false},  {15, 6, 11, 1, false},
-    {16, 9, 4, 1, true},   {17, 1, 13, 1, false},  {31, 8, 1, 2, false}, {64, 11, 7, 1, false},
-    {100, 4, 19, 1, true}, {16, 20, 23, 1, false}, {32, 6, 9, 1, false}, {8, 5, 37, 1, false},
+    {1, 7, 9, 1, false},   {3, 5, 5, 2, true},   {8, 1, 1, 1, false},   {15, 6, 11, 1, false}, {16, 9, 4, 1, true},
+    {17, 1, 13, 1, false}, {31, 8, 1, 2, false}, {64, 11, 7, 1, false}, {100, 4, 19, 1, true}, {16, 20, 23, 1, false},
+    {32, 6, 9, 1, false},  {8, 5, 37, 1, false}, {72, 7, 10, 1, false}, {68, 5, 9, 2, true},
 };
 
 template <class T>

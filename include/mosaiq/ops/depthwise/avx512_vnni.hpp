@@ -42,6 +42,7 @@ struct vnni_path {
   static constexpr int blocks = job_channels / block;  // 16-lane blocks per job
   static constexpr int default_tile_w = 4;             // x four 16-lane blocks
   static constexpr bool uses_vnni = true;              // the layer runs 64-channel VNNI jobs
+  static constexpr int low_block_channels = 8;         // channels of one pixel that blocks 0 and 1 hold
   using layer_lanes = vnni_layer_lanes;
 
   // The 8-bit then 16-bit unpacks of four tap vectors give, per 128-bit lane L and output vector
@@ -56,7 +57,14 @@ struct vnni_path {
     _mm512_storeu_si512(dst + 192, _mm512_unpackhi_epi16(ab_hi, cd_hi));
   }
 
-  // 64 channels per step (emit).
+  /// Whether a job holds at most 8 channels of one pixel (the last job of a layer of 64n + 1 .. 64n + 8 channels, e.g.
+  /// 72): channel c of a job sits in block c % 16 / 4 (channel_position), so blocks 2 and 3 hold none of them and
+  /// are neither built (interleave) nor computed (tile).
+  [[gnu::always_inline]] static bool low_blocks_only(int pixels, int valid_channels) noexcept {
+    return pixels == 1 && valid_channels <= low_block_channels;
+  }
+
+  // 64 channels per step (emit); a last step of at most 8 channels builds blocks 0 and 1 only.
   static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst, int channels,
                          int padded_channels, std::uint8_t flip) noexcept {
     const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
@@ -67,7 +75,13 @@ struct vnni_path {
         return _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, p + c), flip_bits);
       };
       const __m512i v[group_taps] = {load(src[0]), load(src[1]), load(src[2]), load(src[3])};
-      emit(v, dst + c * group_taps);
+      if (low_blocks_only(1, channels - c)) {
+        const __m512i ab_lo = _mm512_unpacklo_epi8(v[0], v[1]), cd_lo = _mm512_unpacklo_epi8(v[2], v[3]);
+        _mm512_storeu_si512(dst + c * group_taps, _mm512_unpacklo_epi16(ab_lo, cd_lo));
+        _mm512_storeu_si512(dst + c * group_taps + 64, _mm512_unpackhi_epi16(ab_lo, cd_lo));
+      } else {
+        emit(v, dst + c * group_taps);
+      }
     }
   }
 
@@ -133,9 +147,12 @@ struct vnni_path {
   template <int KH, int G, int TH, int TW, int SH, int DH, rounding R, class T, bool SplitWeights>
   [[gnu::flatten]] static void tile(const row_job& job, int ox) noexcept {
     __m512i acc[TH][TW][blocks];
+    // Blocks 2 and 3 of a job of at most 8 channels are not built; their accumulators keep the bias and their
+    // lanes are not stored.
+    const bool low_only = low_blocks_only(job.pixels, job.valid_channels);
     start<TH, TW>(job, acc);
-    accumulate<KH, G, TH, TW, SH, DH, SplitWeights>(job, ox, acc);
-    requantize<TH, TW, R>(job, acc);
+    accumulate<KH, G, TH, TW, SH, DH, SplitWeights>(job, ox, acc, low_only);
+    requantize<TH, TW, R>(job, acc, low_only);
     store<TH, TW, T>(job, ox, acc);
   }
 
@@ -157,7 +174,8 @@ struct vnni_path {
   /// against the common part per (..., column, output row), except that the rows every output row of the tile
   /// reads, when there are two or more, go into one sum per column that each output row adds once.
   template <int KH, int G, int TH, int TW, int SH, int DH, bool SplitWeights>
-  [[gnu::always_inline]] static void accumulate(const row_job& job, int ox, __m512i (&acc)[TH][TW][blocks]) noexcept {
+  [[gnu::always_inline]] static void accumulate(const row_job& job, int ox, __m512i (&acc)[TH][TW][blocks],
+                                                bool low_only) noexcept {
     using rows_read = rows_tile<KH, TH, SH, DH>;
     constexpr bool common_sum = SplitWeights && rows_read::common_count >= 2;
     const auto* w = static_cast<const weight_type*>(job.weights);
@@ -165,6 +183,7 @@ struct vnni_path {
       [[maybe_unused]] __m512i common;
       if constexpr (SplitWeights) common = load(job.split_taps + g * block * group_taps);
       unroll<blocks>([&](auto j) __attribute__((always_inline)) {
+        if (j >= 2 && low_only) return;
         [[maybe_unused]] __m512i shared[common_sum ? TW : 1];
         if constexpr (common_sum)
           unroll<TW>([&](auto p) __attribute__((always_inline)) { shared[p] = _mm512_setzero_si512(); });
@@ -206,11 +225,13 @@ struct vnni_path {
   /// Requantizes to int32 output values (zero point added) in the epilogue chosen at load; the
   /// clamp happens on the packed bytes (store).
   template <int TH, int TW, rounding R>
-  [[gnu::always_inline]] static void requantize(const row_job& job, __m512i (&acc)[TH][TW][blocks]) noexcept {
+  [[gnu::always_inline]] static void requantize(const row_job& job, __m512i (&acc)[TH][TW][blocks],
+                                                bool low_only) noexcept {
     const __m512i zp = _mm512_set1_epi32(job.output_zero_point);
     const auto* lanes = static_cast<const simd::avx512::requant_lanes*>(job.requant_lanes);
     const auto with_lanes = [&]<bool LeftShift, bool Signed>() __attribute__((always_inline)) {
       unroll<blocks>([&](auto j) __attribute__((always_inline)) {
+        if (j >= 2 && low_only) return;
         // The zero point is already in the offsets (depthwise::load); Signed = false: no sign blend.
         const auto constants = simd::avx512::requant_lane_vectors<LeftShift, Signed>::pin(lanes[j]);
         unroll<TH>([&](auto r) __attribute__((always_inline)) {
@@ -231,6 +252,7 @@ struct vnni_path {
     } else {
       const __m512i lo = _mm512_set1_epi32(job.clamp_min), hi = _mm512_set1_epi32(job.clamp_max);
       unroll<blocks>([&](auto j) __attribute__((always_inline)) {
+        if (j >= 2 && low_only) return;
         const __m512i multiplier = load(job.multiplier + j * block), left = load(job.left_shift + j * block),
                       right = load(job.right_shift + j * block);
         unroll<TH>([&](auto r) __attribute__((always_inline)) {
