@@ -91,6 +91,11 @@ void register_portrait_rows(Get get, std::shared_ptr<thread_pools> pools,
   const std::string case_name = problem::case_name() + threads_suffix(threads);
   with_clock(threads, register_row("network", "mosaiq", case_name, [get, pools, threads](benchmark::State& state) {
                problem& p = get();
+               if (threads > 1)
+                 print_thread_profile<net>(problem::case_name() + threads_suffix(threads), *p.prepared,
+                                           tensor_view<const T>(p.input.data(), net::input_shape),
+                                           tensor_view<T>(p.output.data(), net::output_shape), p.arena.span(),
+                                           pools->mosaiq_pool());
                time_frames(
                    state, threads, [&p, &pools] { p.run(pools->mosaiq_pool()); }, net::macs, memory_counters<net>,
                    &p.mosaiq_ms[std::size_t(threads)]);

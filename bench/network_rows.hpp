@@ -208,6 +208,66 @@ std::array<double, Net::layer_count> layer_cpu_ms(const typename Net::prepared& 
   return ms;
 }
 
+/// With MOSAIQ_BENCH_PROFILE=<runs> in the environment, once per network type: its wall-clock time per step on one
+/// thread and on `pool` (medians of `runs` frames each, steady clock around each step: a layer, or a row run on
+/// threads, timed on its last layer), the frame medians and the parallel_for calls per frame, on stderr.
+template <class Net>
+void print_thread_profile(const std::string& name, const typename Net::prepared& prepared,
+                          tensor_view<const typename Net::element_type> input,
+                          tensor_view<typename Net::element_type> output, std::span<std::byte> arena,
+                          thread_pool& pool) {
+  static bool printed = false;
+  const char* env = std::getenv("MOSAIQ_BENCH_PROFILE");
+  if (env == nullptr || printed) return;
+  printed = true;
+  const int runs = std::max(1, std::atoi(env));
+  using clock = std::chrono::steady_clock;
+  const auto us = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+  };
+  struct timer {
+    std::vector<std::vector<double>>* samples;
+    clock::time_point start{};
+    void before(std::size_t) noexcept { start = clock::now(); }
+    void after(std::size_t layer, std::span<std::byte>) {
+      (*samples)[layer].push_back(std::chrono::duration<double, std::micro>(clock::now() - start).count());
+    }
+  };
+  serial_executor serial;
+  std::vector<std::vector<double>> one(Net::layer_count), many(Net::layer_count);
+  std::vector<double> one_frame, many_frame;
+  for (int r = 0; r < runs; ++r) {
+    clock::time_point t = clock::now();
+    Net::run(prepared, input, output, arena, serial);
+    one_frame.push_back(us(t, clock::now()));
+    t = clock::now();
+    Net::run(prepared, input, output, arena, pool);
+    many_frame.push_back(us(t, clock::now()));
+    Net::run_observed(prepared, input, output, arena, timer{&one}, serial);
+    Net::run_observed(prepared, input, output, arena, timer{&many}, pool);
+  }
+  const auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const int threads = pool.thread_count();
+  std::fprintf(stderr,
+               "\n%s, wall-clock us per step, medians of %d frames: 1 thread %.1f, %d threads %.1f (%.2fx); "
+               "parallel_for calls per frame: %d\n| # | op | output | row run | 1 thread | %d threads "
+               "|\n|---|---|---|---|---:|---:|\n",
+               name.c_str(), runs, median(one_frame), threads, median(many_frame),
+               median(one_frame) / median(many_frame), Net::parallel_steps(threads), threads);
+  for (std::size_t i = 0; i < Net::layer_count; ++i) {
+    if (Net::topology.layers[i].role != layer_role::op) continue;
+    const shape s = Net::layer_shapes[i];
+    const auto run = Net::active_row_runs[i];
+    const std::string in_run = run.active() ? std::to_string(run.first) + ".." + std::to_string(run.last) : "";
+    std::fprintf(stderr, "| %zu | %s | %dx%dx%d | %s | %.2f | %.2f |\n", i, layer_kind<Net>(i).data(), s.height,
+                 s.width, s.channels, in_run.c_str(), median(one[i]), median(many[i]));
+  }
+}
+
 /// With MOSAIQ_BENCH_PROFILE=<runs> in the environment: mosaiq's and XNNPACK's CPU time per layer side by
 /// side on stderr (the calling thread's CPU clock read around each layer, which adds the same small cost per
 /// layer to both), with each layer's input and output shapes.

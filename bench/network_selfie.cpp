@@ -152,6 +152,11 @@ void register_selfie_mosaiq_row(std::shared_ptr<selfie_shared<Model>> shared, st
                if (p == nullptr) return state.SkipWithError(shared->error.c_str());
                twin* t = plan->get(*p, pools->mosaiq_pool());
                if (t == nullptr) return state.SkipWithError(plan->error.c_str());
+               print_thread_profile<threaded>(
+                   case_name, *t->prepared,
+                   tensor_view<const typename threaded::element_type>(p->input.data(), threaded::input_shape),
+                   tensor_view<typename threaded::element_type>(t->output.data(), threaded::output_shape),
+                   t->arena.span(), pools->mosaiq_pool());
                time_frames(
                    state, threads, [t, p, &pools] { t->run(*p, pools->mosaiq_pool()); }, threaded::macs,
                    memory_counters<threaded>, &p->mosaiq_ms[std::size_t(threads)]);

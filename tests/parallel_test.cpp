@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <random>
 #include <set>
 #include <span>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "allocation_counter.hpp"
@@ -53,6 +55,32 @@ TEST_CASE("parallel: thread_pool's workers see the caller's writes and the calle
     };
     pool.parallel_for(4, twice);
     for (std::size_t i = 0; i < data.size(); i += 97) CHECK(data[i] == 2 * (round + static_cast<int>(i)));
+  }
+}
+
+// Tasks are claimed, not assigned to threads: a thread held inside one task leaves the job's other tasks
+// to the threads that are free (with tasks dealt to threads in turn, the holder would wait on its own).
+TEST_CASE("parallel: thread_pool's free threads take the tasks a held thread would have had") {
+  for (int threads = 2; threads <= 4; ++threads) {
+    CAPTURE(threads);
+    thread_pool pool(threads);
+    const std::size_t tasks = static_cast<std::size_t>(3 * threads);
+    for (int job = 0; job < 10; ++job) {
+      std::atomic<std::size_t> finished{0};
+      std::atomic<bool> holder_saw_all{false};
+      std::atomic<int> holders{0};
+      auto task = [&](std::size_t) {
+        if (holders.fetch_add(1) == 0) {  // the first task to start holds its thread until the others are done
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (finished.load() != tasks - 1 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+          holder_saw_all.store(finished.load() == tasks - 1);
+        }
+        finished.fetch_add(1);
+      };
+      pool.parallel_for(tasks, task);
+      CHECK(holder_saw_all.load());
+      CHECK(finished.load() == tasks);
+    }
   }
 }
 
@@ -254,6 +282,20 @@ static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
 }(std::make_index_sequence<kinds_net<8>::layer_count>{}));
 static_assert(kinds_net<8>::layer_bands<0>(3) == 3 && kinds_net<2>::layer_bands<0>(8) == 2);
 
+// Row runs: the depthwise layer and the add after it (its output rows read only the same rows), and the
+// 1x2 max pool through the concat, pointwise, broadcast mul and add to the softmax (taps inside). A run
+// on threads is one parallel_for: on 8 threads the conv2d, both runs, the 32x32 max pool, nearest
+// resize, 1x2 average pool and (where it splits) the bilinear resize; the global pool runs whole. A
+// network planned for one thread has none.
+template <int Threads>
+using row_run = typename kinds_net<Threads>::row_run;
+static_assert(kinds_net<8>::active_row_runs[2] == row_run<8>{2, 3} &&
+              kinds_net<8>::active_row_runs[4] == row_run<8>{} &&
+              kinds_net<8>::active_row_runs[13] == row_run<8>{13, 19} &&
+              kinds_net<8>::active_row_runs[14] == row_run<8>{13, 19} && !kinds_net<8>::active_row_runs[12].active());
+static_assert(kinds_net<8>::parallel_steps(8) == 6 + (bilinear_splits ? 1 : 0) && kinds_net<8>::parallel_steps(1) == 0);
+static_assert(std::ranges::none_of(kinds_net<1>::row_runs, [](const row_run<1>& r) { return r.active(); }));
+
 using test::random_weights;
 
 TEST_CASE("parallel: a network on 1..8 threads equals its serial run, no heap while running") {
@@ -305,7 +347,7 @@ TEST_CASE("parallel: a network on 1..8 threads equals its serial run, no heap wh
   CHECK(got == expected);
 }
 
-TEST_CASE("parallel: profile() runs a network on threads and times every op layer") {
+TEST_CASE("parallel: profile() runs a network on threads and times every op layer or row run") {
   using net = kinds_net<2>;
   const net::weights w = random_weights<net>(3);
   const net::prepared p = net::prepare(w);
@@ -316,8 +358,16 @@ TEST_CASE("parallel: profile() runs a network on threads and times every op laye
                                    tensor_view<u8>(output.data(), net::output_shape), arena.bytes, 3, nullptr, pool);
   CHECK(report.runs == 3);
   CHECK(report.total_ms > 0);
-  for (std::size_t i = 0; i < net::layer_count; ++i)
-    if (net::topology.layers[i].role == layer_role::op) CHECK(report.layer_ms[i] > 0);
+  // A row run on threads is one step, timed on its last layer.
+  for (std::size_t i = 0; i < net::layer_count; ++i) {
+    CAPTURE(i);
+    const net::row_run run = net::active_row_runs[i];
+    if (net::topology.layers[i].role != layer_role::op) continue;
+    if (run.active() && int(i) != run.last)
+      CHECK(report.layer_ms[i] == 0);
+    else
+      CHECK(report.layer_ms[i] > 0);
+  }
 }
 
 }  // namespace

@@ -87,25 +87,28 @@ struct row_bands {
   }
 };
 
-/// The calling thread and `threads - 1` workers on std::jthread, created once. parallel_for gives
-/// worker w (1..threads-1) tasks w, w + threads, ...; the caller runs tasks 0, threads, ... Workers
-/// spin for a short while after a job (the next layer follows within microseconds) and then sleep
-/// on an atomic wait. No heap after construction; the destructor stops and joins the workers.
-/// One parallel_for at a time: calls from several threads at once must be serialized by the caller.
+/// The calling thread and `threads - 1` workers on std::jthread, created once. A job's tasks are claimed
+/// one at a time from a shared counter (a compare-and-swap on one cache line), by the caller and by every
+/// worker that is awake, so a worker the OS has not scheduled yet delays nothing: the caller runs the
+/// tasks left and returns once every claimed task has returned (results depend on the tasks, never on
+/// which thread runs them). Workers spin for a short while after a job (the next layer follows within
+/// microseconds) and then sleep on an atomic wait. No heap after construction; the destructor stops and
+/// joins the workers. One parallel_for at a time: calls from several threads at once must be serialized
+/// by the caller.
 class thread_pool {
  public:
   /// `threads` (at least 1) includes the caller: thread_pool(2) starts one worker.
   explicit thread_pool(int threads) : threads_(std::max(1, threads)) {
     require(threads >= 1, errc::invalid_argument, "thread_pool: threads must be at least 1");
     workers_ = std::make_unique<std::jthread[]>(static_cast<std::size_t>(threads_ - 1));
-    for (int w = 1; w < threads_; ++w) workers_[static_cast<std::size_t>(w - 1)] = std::jthread([this, w] { work(w); });
+    for (int w = 1; w < threads_; ++w) workers_[static_cast<std::size_t>(w - 1)] = std::jthread([this] { work(); });
   }
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;
   ~thread_pool() {
     stopping_.store(true, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
-    generation_.notify_all();
+    claims_.store((generation_ + 1) << 32 | closed, std::memory_order_release);
+    claims_.notify_all();
     workers_.reset();  // joins every worker while the atomics they read still exist
   }
 
@@ -113,22 +116,30 @@ class thread_pool {
 
   void parallel_for(std::size_t tasks, task_function fn) {
     if (tasks == 0) return;
-    if (threads_ == 1 || tasks == 1) {
+    if (threads_ == 1 || tasks == 1 || tasks >= closed) {
       for (std::size_t t = 0; t < tasks; ++t) fn(t);
       return;
     }
     job_ = fn;
-    tasks_ = tasks;
-    pending_.store(threads_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);  // publishes job_ and tasks_
-    generation_.notify_all();
-    run_share(0, fn, tasks);
-    wait_for_workers();
+    done_.store(0, std::memory_order_relaxed);
+    tasks_.store(tasks, std::memory_order_release);
+    const std::uint64_t generation = ++generation_;
+    claims_.store(generation << 32, std::memory_order_release);  // publishes job_, tasks_ and done_
+    claims_.notify_all();
+    run_claimed(generation, fn, tasks);
+    std::size_t finished = done_.load(std::memory_order_acquire);
+    while (finished != tasks) finished = wait_for_change(done_, finished);
+    // Close the job before the next one rewrites tasks_: a worker that read this job's claim word and
+    // then the next job's task count fails its compare-and-swap (tasks_'s release orders this store first).
+    claims_.store(generation << 32 | closed, std::memory_order_relaxed);
   }
 
  private:
   // Pause iterations before a thread sleeps: long enough to cover the gap between two layers.
   static constexpr int spin_limit = 1 << 14;
+  // The claim word: the job's generation in the high 32 bits, the next unclaimed task in the low 32
+  // (`closed` once every task has returned).
+  static constexpr std::uint64_t closed = 0xFFFFFFFFu;
 
   static void pause() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -138,17 +149,32 @@ class thread_pool {
 #endif
   }
 
-  void run_share(int thread, task_function fn, std::size_t tasks) const {
-    for (std::size_t t = static_cast<std::size_t>(thread); t < tasks; t += static_cast<std::size_t>(threads_)) fn(t);
+  /// Claims and runs tasks of job `generation` until none is left. `fn` and `tasks` are the job's when
+  /// the caller passes them; a worker reads them after its first successful claim.
+  void run_claimed(std::uint64_t generation, std::optional<task_function> fn, std::size_t tasks) {
+    std::uint64_t word = claims_.load(std::memory_order_acquire);
+    for (;;) {
+      if ((word >> 32) != (generation & closed)) return;
+      const std::uint64_t next = word & closed;
+      if (next >= tasks) return;
+      if (!claims_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+        continue;
+      if (!fn) fn = job_;  // the claim's acquire orders the caller's job_ before this read
+      (*fn)(static_cast<std::size_t>(next));
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == tasks) done_.notify_one();
+      word = claims_.load(std::memory_order_acquire);
+    }
   }
 
-  void work(int thread) {
+  void work() {
     std::uint64_t seen = 0;
     for (;;) {
-      seen = wait_for_change(generation_, seen);
+      std::uint64_t word = claims_.load(std::memory_order_acquire);
+      while ((word >> 32) == seen) word = wait_for_change(claims_, word);
       if (stopping_.load(std::memory_order_relaxed)) return;
-      run_share(thread, *job_, tasks_);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+      seen = word >> 32;
+      // The task count of job `seen` or of a later one; the claim in run_claimed fails on a later one.
+      run_claimed(seen, std::nullopt, tasks_.load(std::memory_order_acquire));
     }
   }
 
@@ -169,19 +195,15 @@ class thread_pool {
     }
   }
 
-  void wait_for_workers() noexcept {
-    int left = pending_.load(std::memory_order_acquire);
-    while (left != 0) left = wait_for_change(pending_, left);
-  }
-
   int threads_;
   std::unique_ptr<std::jthread[]> workers_;
-  alignas(64) std::atomic<std::uint64_t> generation_{0};
+  std::uint64_t generation_ = 0;  // the caller's count of jobs
+  alignas(64) std::atomic<std::uint64_t> claims_{0};
+  std::atomic<std::size_t> tasks_{0};
   std::atomic<bool> stopping_{false};
-  alignas(64) std::atomic<int> pending_{0};
-  // Written by the caller before generation_ is bumped, read by workers after they see it.
+  alignas(64) std::atomic<std::size_t> done_{0};
+  // Written by the caller before claims_ publishes a job, read by a worker after a claim of it.
   std::optional<task_function> job_;
-  std::size_t tasks_ = 0;
 };
 
 /// Calls fn(band, task) for every band of `rows` split over the executor's threads, one task each.

@@ -17,6 +17,10 @@
 //   run_rows(state, inputs, out, scratch, band)  (optional) output rows `band` only, with
 //                              `scratch` of scratch_bytes: one task of a parallel run. Layers
 //                              without it run whole on one thread.
+//   row_local                  (optional, with run_rows) true when output row r reads row r of
+//                              every input only (an input of height 1: its one row), so one
+//                              thread may run a band through several such layers in a row
+//                              without waiting for the other bands (network.hpp, row runs).
 #pragma once
 
 #include <array>
@@ -162,6 +166,8 @@ struct executor<layers::depthwise<C>, T, R, In, Out>
 template <layers::pointwise_config C, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::pointwise<C>, T, R, In, Out>
     : detail::conv_kernel_executor<mosaiq::pointwise<detail::with_rounding(C, R), T>, T, R, In.channels, C.act> {
+  // A 1x1 window without stride: output pixel (y, x) reads input pixel (y, x) only.
+  static constexpr bool row_local = true;
   // Not claimed: equal shapes would run in place only because the kernel copies a block of pixels
   // into its workspace before writing them, a detail of ops/pointwise.hpp rather than its contract.
   static constexpr bool in_place = false;
@@ -279,6 +285,7 @@ struct executor<layers::softmax<C>, T, R, In, Out> {
     s.kernel(in[0], out);
   }
   // Pixels are independent.
+  static constexpr bool row_local = true;
   static void run_rows(const state& s, const input_views<T, 1>& in, tensor_view<T> out, std::span<std::byte>,
                        row_band band) {
     s.kernel(detail::rows_of(in, band)[0], out.row_slice(band.first, band.rows()));
@@ -314,6 +321,7 @@ struct executor<layers::log_softmax<U>, T, R, In, Out>
 /// One table lookup per element: in place and split into row bands.
 template <int U, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::logistic<U>, T, R, In, Out> : detail::table_executor<mosaiq::logistic<T>, T> {
+  static constexpr bool row_local = true;
   static void run_rows(const typename executor::state& s, const input_views<T, 1>& in, tensor_view<T> out,
                        std::span<std::byte>, row_band band) {
     s.kernel(detail::rows_of(in, band)[0], out.row_slice(band.first, band.rows()));
@@ -324,6 +332,7 @@ struct executor<layers::logistic<U>, T, R, In, Out> : detail::table_executor<mos
 template <int U, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::hard_swish<U>, T, R, In, Out> {
   static constexpr bool in_place = true;
+  static constexpr bool row_local = true;
   static constexpr std::size_t scratch_bytes(shape, shape) noexcept { return 0; }
   using state = detail::kernel_state<mosaiq::hard_swish<T>>;
   template <class W>
@@ -346,6 +355,7 @@ namespace detail {
 template <class Op, quantized_element T>
 struct binary_executor {
   static constexpr bool in_place = true;
+  static constexpr bool row_local = true;  // rows_of: the band's rows, or an input's one row
   static constexpr std::size_t scratch_bytes(shape, shape) noexcept { return 0; }
   using state = kernel_state<Op>;
   static void run(const state& s, const input_views<T, 2>& in, tensor_view<T> out, std::span<std::byte>) {
@@ -379,6 +389,7 @@ struct executor<layers::mul<Tapped, Act>, T, R, In, Out> : detail::binary_execut
 template <fixed_string... Tapped, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::concat<Tapped...>, T, R, In, Out> : detail::plain_executor {
   static constexpr std::size_t arity = sizeof...(Tapped);
+  static constexpr bool row_local = true;  // every input has the output's height and width
   struct state {
     std::array<quant_params, arity> inputs{};
     quant_params output{};

@@ -219,6 +219,7 @@ struct layer_types {
   static constexpr bool in_place = false;
   static constexpr bool splits = false;
   static constexpr int split_rows = 0;
+  static constexpr bool row_local = false;
   static constexpr std::size_t scratch_bytes = 0;
 };
 
@@ -239,6 +240,13 @@ struct layer_types<Layer, T, R, In, Out, MaxThreads> {
       return exec::split_rows;
     else
       return Out.height;
+  }();
+  /// Whether output row r reads row r of its inputs only (executor.hpp, row_local), split by output rows.
+  static constexpr bool row_local = [] {
+    if constexpr (requires { exec::row_local; })
+      return splits && split_rows == Out.height && exec::row_local;
+    else
+      return false;
   }();
   /// One band's workspace, and the layer's: a slice per thread (the last one unaligned, so that a
   /// single-thread network plans exactly what it did before threads).
@@ -411,6 +419,92 @@ class network {
       const int useful = static_cast<int>(std::clamp<std::uint64_t>(work / min_band_work, 1, 1024));
       return row_bands::split(types<I>::split_rows, std::min({threads, max_threads, useful})).count;
     }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Row runs. Consecutive op layers of one output height, each after the first row_local, run as one
+  // parallel_for on threads: the thread of band t takes band t through every layer of the run, so a run
+  // costs one barrier instead of one per layer. Every layer of a run splits the same height into the same
+  // bands, so a thread reads rows it wrote itself or rows made before the run; the bytes are layer by
+  // layer's. The memory plan keeps every buffer a run touches alive over the whole run (a thread ahead
+  // never writes where a slower one still reads) and gives the run one workspace, a slice per thread.
+  // Networks planned for one thread (max_threads 1) have none, and plan exactly as before.
+
+  /// Layers [first, last] of a row run; first == -1: none.
+  struct row_run {
+    int first = -1, last = -1;
+    constexpr bool active() const noexcept { return first >= 0; }
+    friend constexpr bool operator==(const row_run&, const row_run&) = default;
+  };
+
+ private:
+  struct layer_flags {
+    bool starts = false;     ///< splits into bands of its output rows
+    bool row_local = false;  ///< and reads only the same rows of its inputs
+    std::size_t slice_bytes = 0;
+  };
+  template <std::size_t I>
+  static constexpr layer_flags flags_of() {
+    if constexpr (op_layer<layer<I>>)
+      return {types<I>::splits && types<I>::split_rows == topology.layers[I].dims.height, types<I>::row_local,
+              types<I>::slice_bytes};
+    else
+      return {};
+  }
+  static constexpr std::array<layer_flags, layer_count> row_flags = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<layer_flags, layer_count>{flags_of<I>()...};
+  }
+  (std::make_index_sequence<layer_count>{});
+
+ public:
+  /// The row run of every layer (tap and from layers inside a run belong to it), before band chains
+  /// (a run with a layer in a chain does not run as a run: active_row_runs).
+  static constexpr std::array<row_run, layer_count> row_runs = [] {
+    std::array<row_run, layer_count> runs{};
+    if (max_threads <= 1) return runs;
+    for (int a = 0; a < int(layer_count); ++a) {
+      const layer_node& first = topology.layers[std::size_t(a)];
+      if (first.role != layer_role::op || !row_flags[std::size_t(a)].starts || first.dims.height < 2) continue;
+      int last = a;
+      for (int j = a + 1; j < int(layer_count); ++j) {
+        const layer_node& node = topology.layers[std::size_t(j)];
+        if (node.role != layer_role::op) continue;
+        if (!row_flags[std::size_t(j)].row_local || node.dims.height != first.dims.height) break;
+        last = j;
+      }
+      if (last == a) continue;
+      for (int l = a; l <= last; ++l) runs[std::size_t(l)] = {a, last};
+      a = last;
+    }
+    return runs;
+  }();
+
+  /// Workspace of a row run: one slice per thread, each the largest of its layers' workspaces.
+  struct run_workspace {
+    std::size_t slice_stride = 0, bytes = 0;
+  };
+  static constexpr run_workspace row_run_workspace(row_run run) {
+    std::size_t slice = 0;
+    for (int l = run.first; l <= run.last; ++l) slice = std::max(slice, row_flags[std::size_t(l)].slice_bytes);
+    if (slice == 0) return {};
+    const int slices = std::max(1, std::min(max_threads, topology.layers[std::size_t(run.first)].dims.height));
+    return {align_up(slice), align_up(slice) * std::size_t(slices - 1) + slice};
+  }
+
+  /// Row bands of the run that starts at layer First on `threads` threads: as layer_bands, on the run's
+  /// work (every layer's multiply-accumulates and output elements).
+  template <std::size_t First>
+  static constexpr int row_run_bands(int threads) noexcept {
+    constexpr row_run run = row_runs[First];
+    constexpr std::uint64_t work = [] {
+      std::uint64_t sum = 0;
+      for (int l = run.first; l <= run.last; ++l)
+        if (topology.layers[std::size_t(l)].role == layer_role::op)
+          sum += layer_macs[std::size_t(l)] + topology.layers[std::size_t(l)].dims.elements();
+      return sum;
+    }();
+    const int useful = static_cast<int>(std::clamp<std::uint64_t>(work / min_band_work, 1, 1024));
+    return row_bands::split(topology.layers[First].dims.height, std::min({threads, max_threads, useful})).count;
   }
 
   /// Filter and bias values of every layer.
@@ -609,15 +703,20 @@ class network {
     b.buffer_of.fill(-1);
     const auto in_chain = [&](int layer) { return plan.chain_of(layer) >= 0; };
     const auto is_arena_tensor = [](int t) { return t > 0 && t < int(output_tensor); };
+    const auto run_of = [&](int layer) { return row_run_in(plan, layer); };
     for (int t = 1; t < int(output_tensor); ++t) {
       const tensor_node& tensor = topology.tensors[std::size_t(t)];
       const layer_node& producer = topology.layers[std::size_t(tensor.producer)];
+      const row_run run = run_of(tensor.producer);
       b.buffer_of[std::size_t(t)] = t;
       if (layer_in_place[std::size_t(tensor.producer)] && !in_chain(tensor.producer)) {
         for (int k = 0; k < producer.input_count; ++k) {
           const int source = producer.inputs[std::size_t(k)];
           const tensor_node& read = topology.tensors[std::size_t(source)];
-          if (is_arena_tensor(source) && read.last_use == tensor.producer && read.dims == tensor.dims) {
+          // Inside a row run, not over a map made before the run: the run's first layer may still read
+          // its rows around another thread's band.
+          const bool run_safe = !run.active() || tensor.producer == run.first || read.producer >= run.first;
+          if (is_arena_tensor(source) && read.last_use == tensor.producer && read.dims == tensor.dims && run_safe) {
             b.buffer_of[std::size_t(t)] = b.buffer_of[std::size_t(source)];
             break;
           }
@@ -632,6 +731,18 @@ class network {
     }
     for (std::size_t i = 0; i < layer_count; ++i)
       b.ranges[tensor_count + i] = {in_chain(int(i)) ? 0 : layer_scratch[i], int(i), int(i)};
+    for (int l = 0; l < int(layer_count); ++l) {
+      const row_run run = run_of(l);
+      if (!run.active() || run.first != l) continue;
+      for (int i = run.first; i <= run.last; ++i) b.ranges[tensor_count + std::size_t(i)].bytes = 0;
+      b.ranges[tensor_count + std::size_t(l)] = {row_run_workspace(run).bytes, run.first, run.last};
+      for (std::size_t t = 0; t < tensor_count; ++t) {
+        live_range& r = b.ranges[t];
+        if (r.bytes == 0 || r.first > run.last || r.last < run.first) continue;
+        r.first = std::min(r.first, run.first);
+        r.last = std::max(r.last, run.last);
+      }
+    }
     for (int c = 0; c < plan.count; ++c) {
       const chain_choice& chain = plan.chains[std::size_t(c)];
       b.ranges[tensor_count + layer_count + std::size_t(c)] = {chain_scratch_bytes(chain), chain.schedule.first,
@@ -641,6 +752,25 @@ class network {
   }
 
   static constexpr chain_plan layer_by_layer{};
+
+  template <std::size_t I>
+  static constexpr bool splits_step(int threads) noexcept {
+    if constexpr (chains.chain_of(int(I)) >= 0 || !op_layer<layer<I>>)
+      return false;
+    else if constexpr (active_row_runs[I].active())
+      return int(I) == active_row_runs[I].first && row_run_bands<I>(threads) > 1;
+    else
+      return layer_bands<I>(threads) > 1;
+  }
+
+  /// Layer l's row run in a plan: none where any layer of the run is in a band chain.
+  static constexpr row_run row_run_in(const chain_plan& plan, int l) {
+    const row_run run = row_runs[std::size_t(l)];
+    if (!run.active()) return run;
+    for (int i = run.first; i <= run.last; ++i)
+      if (plan.chain_of(i) >= 0) return {};
+    return run;
+  }
 
   /// Bytes a chain writes (its layers' outputs), the base of the overhead figure.
   static constexpr std::uint64_t chain_written_bytes(int first, int last) {
@@ -879,6 +1009,25 @@ class network {
   static constexpr chain_plan chains = choose_chains();
   static constexpr buffer_layout layout = make_layout(chains);
 
+ public:
+  /// The row runs the plan runs (row_runs without those that meet a band chain), by layer.
+  static constexpr std::array<row_run, layer_count> active_row_runs = [] {
+    std::array<row_run, layer_count> runs{};
+    for (int l = 0; l < int(layer_count); ++l) runs[std::size_t(l)] = row_run_in(chains, l);
+    return runs;
+  }();
+
+  /// parallel_for calls (one barrier each) of a run() on `threads` threads outside band chains: layers
+  /// and row runs in more than one band.
+  static constexpr int parallel_steps(int threads) noexcept {
+    int steps = 0;
+    detail::for_index_chunks<layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((steps += splits_step<I>(threads) ? 1 : 0), ...);
+    });
+    return steps;
+  }
+
+ private:
   /// Rows each map's window holds over every chain.
   static constexpr std::array<int, tensor_count> all_window_rows() {
     std::array<int, tensor_count> rows{};
@@ -1262,12 +1411,76 @@ class network {
   static void run_step(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
                        std::span<std::byte> arena, Observer& observer, E& exec, int threads) {
     constexpr int chain = chains.chain_of(int(I));
+    constexpr row_run run = active_row_runs[I];
     if constexpr (chain >= 0) {
       if constexpr (int(I) == chains.chains[std::size_t(chain)].schedule.first)
         run_chain<chain>(p, input, output, arena, observer, exec, threads);
+    } else if constexpr (run.active()) {
+      if constexpr (int(I) == run.first) run_row_run<I>(p, input, output, arena, observer, exec, threads);
     } else {
       run_layer<I>(p, input, output, arena, observer, exec, threads);
     }
+  }
+
+  /// Layer I's input views and output view.
+  template <std::size_t I>
+  static auto op_inputs(const tensor_view<const T>& input, std::span<std::byte> arena) {
+    constexpr layer_node node = topology.layers[I];
+    return [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return input_views<T, layer<I>::inputs.size()>{read_view<std::size_t(node.inputs[K])>(input, arena)...};
+    }
+    (std::make_index_sequence<layer<I>::inputs.size()>{});
+  }
+  template <std::size_t I>
+  static tensor_view<T> op_output(const tensor_view<T>& output, std::span<std::byte> arena) {
+    if constexpr (std::size_t(topology.layers[I].output) == output_tensor)
+      return output;
+    else
+      return arena_view<std::size_t(topology.layers[I].output)>(arena);
+  }
+
+  /// The row run that starts at layer First: one parallel_for in which the thread of band t runs band t
+  /// through every layer of the run (band t's workspace: slice t of the run's); on one band, layer by
+  /// layer on the caller. Observers see a run on threads as one step: before(first), after(last).
+  template <std::size_t First, class Observer, class E>
+  static void run_row_run(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
+                          std::span<std::byte> arena, Observer& observer, E& exec, int threads) {
+    constexpr row_run run = active_row_runs[First];
+    constexpr run_workspace workspace = row_run_workspace(run);
+    constexpr std::size_t count = std::size_t(run.last - run.first + 1);
+    std::span<std::byte> scratch;
+    if constexpr (workspace.bytes != 0) scratch = arena.subspan(memory.offsets[tensor_count + First], workspace.bytes);
+    const auto layer_rows = [&]<std::size_t I>(std::span<std::byte> slice, const row_band* band) {
+      if constexpr (op_layer<layer<I>>) {
+        using layer_types = types<I>;
+        if constexpr (layer_types::slice_bytes != 0) slice = slice.first(layer_types::slice_bytes);
+        if (band == nullptr) {
+          observer.before(I);
+          layer_types::exec::run(p.template state<I>(), op_inputs<I>(input, arena), op_output<I>(output, arena), slice);
+          observer.after(I, arena);
+        } else {
+          layer_types::exec::run_rows(p.template state<I>(), op_inputs<I>(input, arena), op_output<I>(output, arena),
+                                      slice, *band);
+        }
+      }
+    };
+    const auto every_layer = [&](std::span<std::byte> slice, const row_band* band) {
+      detail::for_index_chunks<count>([&]<std::size_t... K>(std::index_sequence<K...>) {
+        (layer_rows.template operator()<First + K>(slice, band), ...);
+      });
+    };
+    const int bands = row_run_bands<First>(threads);
+    if (bands <= 1) return every_layer(scratch, nullptr);
+    const row_bands split = row_bands::split(topology.layers[First].dims.height, bands);
+    auto task = [&](std::size_t t) {
+      const row_band band = split[static_cast<int>(t)];
+      std::span<std::byte> slice;
+      if constexpr (workspace.bytes != 0) slice = scratch.subspan(t * workspace.slice_stride);
+      every_layer(slice, &band);
+    };
+    observer.before(First);
+    exec.parallel_for(static_cast<std::size_t>(bands), task);
+    observer.after(std::size_t(run.last), arena);
   }
 
   /// Tensor `Tensor` as band chain `Chain` sees it in band `step`: its window, or the whole map.

@@ -46,7 +46,8 @@ profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
 }
 
 /// The same with the layers running on `exec`'s threads: a layer's time runs from before its
-/// parallel_for to after its barrier. Layers of a band chain add up their time over the bands.
+/// parallel_for to after its barrier. Layers of a band chain add up their time over the bands; a row
+/// run (network.hpp) in more than one band is one parallel_for, timed on its last layer (0 on the others).
 template <class Net, parallel_executor E>
 profile_report<Net::layer_count> profile(const typename Net::prepared& prepared,
                                          tensor_view<const typename Net::element_type> input,
