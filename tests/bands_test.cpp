@@ -227,6 +227,65 @@ TEST_CASE("bands: rows within a band split over 1..4 threads, bit-identical, no 
   }
 }
 
+// Depthwise layers keeping their rings between bands (banding::with_kept_rings: layers 6, stride 2, and 19,
+// stride 1; the dilated layer 7 builds its rows afresh): the bytes of layer by layer for every band height, on a
+// second frame of other values through the same arena (its first band must not resume the first frame's ring),
+// on 1..4 threads (the other layers' rows split, the ring-keeping ones on one) and with dead memory poisoned. Their
+// input windows omit the rows the rings hold, so a band that did not resume would read rows outside its window.
+template <class T>
+void check_kept_rings() {
+  using whole = chain_net<T, 1, banding::off()>;
+  const typename whole::weights w = test::random_weights<whole>(29);
+  std::mt19937 rng(6);
+  const std::vector<T> first = test::random_values<T>(rng, whole::input_shape.elements());
+  const std::vector<T> second = test::random_values<T>(rng, whole::input_shape.elements());
+  const std::vector<T> expected = run_once<whole>(w, second);
+  const auto check = [&]<int R>(std::integral_constant<int, R>) {
+    using banded = chain_net<T, 1, banding::chain(5, 20, R).with_kept_rings(2)>;
+    static_assert(banded::arena_bytes > chain_net<T, 1, banding::chain(5, 20, R)>::arena_bytes);
+    CAPTURE(R);
+    const typename banded::prepared p = banded::prepare(same_weights<banded, whole>(w));
+    test::aligned_arena arena(banded::arena_bytes);
+    std::vector<T> got(expected.size(), T{0x5A});
+    for (const std::vector<T>* input : {&first, &second})
+      banded::run(p, tensor_view<const T>(input->data(), banded::input_shape),
+                  tensor_view<T>(got.data(), banded::output_shape), arena.bytes);
+    CHECK(got == expected);
+  };
+  check(std::integral_constant<int, 1>{});
+  check(std::integral_constant<int, 2>{});
+  check(std::integral_constant<int, 3>{});
+}
+
+TEST_CASE("bands: depthwise rings kept between bands give the layer-by-layer bytes (uint8, int8)") {
+  check_kept_rings<u8>();
+  check_kept_rings<i8>();
+}
+
+TEST_CASE("bands: kept rings on 1..4 threads and with dead memory poisoned") {
+  constexpr int max_threads = 4;
+  using whole = chain_net<u8, 1, banding::off()>;
+  using banded = chain_net<u8, max_threads, banding::chain(5, 20, 2).with_kept_rings(2)>;
+  const whole::weights w = test::random_weights<whole>(31);
+  std::mt19937 rng(8);
+  const std::vector<u8> input = test::random_values<u8>(rng, whole::input_shape.elements());
+  const std::vector<u8> expected = run_once<whole>(w, input);
+  const banded::prepared p = banded::prepare(same_weights<banded, whole>(w));
+  test::aligned_arena arena(banded::arena_bytes);
+  for (int threads = 1; threads <= max_threads; ++threads) {
+    CAPTURE(threads);
+    thread_pool pool(threads);
+    std::vector<u8> got(expected.size(), u8{0x5A});
+    banded::run(p, tensor_view<const u8>(input.data(), banded::input_shape),
+                tensor_view<u8>(got.data(), banded::output_shape), arena.bytes, pool);
+    CHECK(got == expected);
+  }
+  std::vector<u8> got(expected.size(), u8{0x5A});
+  banded::run_poisoning_dead_memory(p, tensor_view<const u8>(input.data(), banded::input_shape),
+                                    tensor_view<u8>(got.data(), banded::output_shape), arena.bytes);
+  CHECK(got == expected);
+}
+
 TEST_CASE("bands: no layer reads memory the banded plan holds dead") {
   using whole = chain_net<u8, 1, banding::off()>;
   using banded = chain_net<u8, 1, banding::chain(5, 20, 2)>;
@@ -272,6 +331,44 @@ TEST_CASE("bands: a window that misses rows a band reads is reported and nothing
   check_window_misuse(dw(filter.data(), bias.data(), 8, q), dw::workspace_bytes({10, 6, 8}));
   using conv = mosaiq::conv2d<mosaiq::conv2d_config{.out_channels = 8}, u8>;
   check_window_misuse(conv(filter.data(), bias.data(), 8, q), conv::band_workspace_bytes({10, 6, 8}, 2));
+}
+
+// A depthwise layer resuming its ring (resume_rows_window): rows 0..2 of a 10-row image, then rows 3..5 from a
+// window that starts after the rows the ring still holds (rows 2 and 3 were built for the first band): the bytes of
+// the whole layer. A window that misses a row the ring does not hold is reported and nothing is written.
+TEST_CASE("bands: a depthwise layer resumes its ring from the previous band") {
+  const std::array<float, 1> filter_scale{0.01f};
+  const auto q = reference::make_conv_requant<rounding::tflite_reference, u8>({0.02f, 128}, filter_scale, 128,
+                                                                              {0.05f, 100}, activation::none);
+  std::mt19937 rng(12);
+  const shape image{10, 6, 24};
+  const std::vector<u8> filter = test::random_values<u8>(rng, 9 * 24);
+  const std::vector<std::int32_t> bias(24, 300);
+  const std::vector<u8> in = test::random_values<u8>(rng, image.elements());
+  using dw = mosaiq::depthwise<mosaiq::depthwise_config{}, u8>;
+  static_assert(dw::resumes_ring && !mosaiq::depthwise<mosaiq::depthwise_config{.dilation = {2, 2}}, u8>::resumes_ring);
+  const dw kernel(filter.data(), bias.data(), 24, q);
+  std::vector<u8> expected(image.elements()), got(image.elements(), u8{0x5A});
+  std::vector<std::byte> workspace(dw::workspace_bytes(image));
+  kernel(tensor_view<const u8>(in.data(), image), tensor_view<u8>(expected.data(), image), workspace);
+  const auto rows = [&](int first, int count) {
+    return tensor_view<const u8>(in.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24});
+  };
+  const auto out_rows = [&](int first, int count) {
+    return tensor_view<u8>(got.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24});
+  };
+  kernel.run_rows_window(rows(0, 4), 0, image.height, out_rows(0, 3), workspace, row_band{0, 3});
+  test::recording_handler errors;
+  // Rows 3..5 read rows 2..6; the ring holds 2 and 3 (and 0, 1): a window from row 5 misses row 4.
+  kernel.resume_rows_window(rows(5, 2), 5, image.height, out_rows(3, 3), workspace, row_band{3, 6});
+  CHECK(errors.calls() == 1);
+  CHECK(errors.last() == errc::shape_mismatch);
+  CHECK(std::all_of(got.begin() + 3 * 6 * 24, got.end(), [](u8 v) { return v == 0x5A; }));
+  errors.reset();
+  kernel.resume_rows_window(rows(4, 3), 4, image.height, out_rows(3, 3), workspace, row_band{3, 6});
+  kernel.resume_rows_window(rows(7, 3), 7, image.height, out_rows(6, 4), workspace, row_band{6, 10});
+  CHECK(errors.calls() == 0);
+  CHECK(got == expected);
 }
 
 // The schedule on its own: a 3x3 stride-1 SAME chain of two layers over 10 rows in bands of 4 (3 bands).

@@ -34,6 +34,11 @@ struct banding {
   /// Bound on the packed pixel block of every pointwise and conv2d layer's GEMM (their configs'
   /// block_bytes) where the config sets none; 0: the layers' speed default. Lowers their workspace.
   std::size_t gemm_block_bytes = 0;
+  /// Depthwise layers in chains whose stride is at most this (undilated ones) keep their ring of built rows from
+  /// one band to the next, in a workspace of their own beside the chain's shared one, each band's rows on one
+  /// thread, and their input windows omit the rows the ring holds; 0: none (every band's call starts with an
+  /// empty ring and builds again the rows the previous band's call also read).
+  int kept_ring_stride = 0;
 
   /// Layer by layer: every tensor whole (the default).
   static constexpr banding off() noexcept { return {}; }
@@ -59,6 +64,13 @@ struct banding {
   constexpr banding with_gemm_block_bytes(std::size_t bytes) const noexcept {
     banding b = *this;
     b.gemm_block_bytes = bytes;
+    return b;
+  }
+  /// This plan with the chains' depthwise layers of stride at most `max_stride` keeping their rings between
+  /// bands (kept_ring_stride): time for the workspace's bytes.
+  constexpr banding with_kept_rings(int max_stride = 1) const noexcept {
+    banding b = *this;
+    b.kept_ring_stride = max_stride;
     return b;
   }
   friend constexpr bool operator==(const banding&, const banding&) = default;

@@ -136,7 +136,8 @@ struct band_layer {
   std::array<int, 8> inputs{};
   std::array<row_map, 8> maps{};
   int output = 0;
-  int height = 0;  ///< output rows
+  int height = 0;          ///< output rows
+  bool kept_ring = false;  ///< keeps the rows it built from its first input between bands: its window omits them
 };
 
 /// Image rows [first, last) of a map held in its window (or computed in a band).
@@ -214,8 +215,11 @@ struct band_schedule {
       if (!layer.op || next >= layer.height) continue;
       for (int k = 0; k < layer.input_count; ++k) {
         const auto in = std::size_t(layer.inputs[std::size_t(k)]);
-        if (windowed[in])
-          lowest[in] = std::min(lowest[in], layer.maps[std::size_t(k)].input_rows({next, next + 1}).first);
+        if (!windowed[in]) continue;
+        const row_map& map = layer.maps[std::size_t(k)];
+        // A layer keeping its ring holds the rows its earlier output rows read (the last pass's among them).
+        const int built = k == 0 && layer.kept_ring ? map.input_rows({0, next}).last : 0;
+        lowest[in] = std::min(lowest[in], std::max(map.input_rows({next, next + 1}).first, built));
       }
     }
     for (int l = first; l < last; ++l) {
@@ -348,11 +352,27 @@ constexpr std::size_t band_scratch_bytes(int rows, bool windowed) noexcept {
     return Exec::scratch_bytes({rows, In.width, In.channels}, {rows, Out.width, Out.channels});
 }
 
+/// Whether a layer (executor Exec) can keep its workspace's ring of built rows from one band's call to the
+/// next (a depthwise layer's resume_rows_window), so that the rows two bands share are built once.
+template <class Exec>
+constexpr bool band_resumes_ring() noexcept {
+  if constexpr (requires { Exec::kernel::resumes_ring; })
+    return Exec::kernel::resumes_ring;
+  else
+    return false;
+}
+
 /// Output rows `rows` of a layer (executor Exec, first input shape In, output shape Out) from its
-/// inputs' windows into its output's window.
+/// inputs' windows into its output's window. `resume`: the workspace holds this layer's ring from its
+/// call on the previous band of the same image (band_resumes_ring()).
 template <class Layer, class Exec, quantized_element T, shape In, shape Out, std::size_t Arity>
 void run_band_rows(const typename Exec::state& state, const std::array<row_window<const T>, Arity>& in,
-                   const row_window<T>& out, std::span<std::byte> scratch, row_range rows) {
+                   const row_window<T>& out, std::span<std::byte> scratch, row_range rows, bool resume = false) {
+  if constexpr (band_resumes_ring<Exec>()) {
+    if (resume)
+      return state.kernel.resume_rows_window(in[0].view, in[0].first, In.height, out.rows(rows), scratch, rows);
+  }
+  (void)resume;
   if constexpr (requires { state.kernel.run_rows_window(in[0].view, 0, 0, out.view, scratch, rows); }) {
     // Windowed convolutions read the input window through their window entry point.
     state.kernel.run_rows_window(in[0].view, in[0].first, In.height, out.rows(rows), scratch, rows);

@@ -555,6 +555,8 @@ class network {
         b.inputs[k] = node.inputs[k];
         b.maps[k] = band_traits<layer<I>>::map(topology.tensors[std::size_t(node.inputs[k])].dims, node.dims);
       }
+      b.kept_ring = band_resumes_ring<typename types<I>::exec>() && b.maps[0].how == row_map::kind::window &&
+                    b.maps[0].stride <= Input::bands.kept_ring_stride;
     }
     return b;
   }
@@ -664,15 +666,35 @@ class network {
     else
       return 0;
   }
-  static constexpr std::size_t chain_scratch_bytes(const chain_choice& c) {
-    std::size_t bytes = 0;
+  /// Whether layer I, in a chain, keeps its ring of built rows from one band to the next (the plan's
+  /// banding::with_kept_rings): it runs each band's rows on one thread, in a workspace of its own after the one
+  /// the chain's other layers share, and its input window omits the rows the ring holds.
+  template <std::size_t I>
+  static constexpr bool keeps_ring() {
+    return band_layers[I].kept_ring;
+  }
+  /// A chain's workspace: the largest of its sharing layers', then each ring-keeping layer's own slice (`kept`: of
+  /// those before layer `before`).
+  struct chain_scratch_parts {
+    std::size_t shared = 0, kept = 0;
+  };
+  static constexpr chain_scratch_parts chain_scratch_split(const chain_choice& c, int before = int(layer_count)) {
+    chain_scratch_parts parts;
     detail::for_index_chunks<layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((bytes = int(I) >= c.schedule.first && int(I) <= c.schedule.last
-                    ? std::max(bytes, band_layer_scratch_bytes<I>(c.totals.max_rows[I]))
-                    : bytes),
-       ...);
+      const auto add = [&]<std::size_t L>(std::integral_constant<std::size_t, L>) {
+        if (int(L) < c.schedule.first || int(L) > c.schedule.last) return;
+        if (!keeps_ring<L>())
+          parts.shared = std::max(parts.shared, band_layer_scratch_bytes<L>(c.totals.max_rows[L]));
+        else if (int(L) < before)
+          parts.kept += align_up(band_slice_bytes<L>(c.totals.max_rows[L]));
+      };
+      (add(std::integral_constant<std::size_t, I>{}), ...);
     });
-    return bytes;
+    return parts;
+  }
+  static constexpr std::size_t chain_scratch_bytes(const chain_choice& c) {
+    const chain_scratch_parts parts = chain_scratch_split(c);
+    return parts.kept == 0 ? parts.shared : align_up(parts.shared) + parts.kept;
   }
 
   /// Size and lifetime of tensor t's buffer in a plan: a window of rows inside its chain, whole maps a
@@ -1569,14 +1591,20 @@ class network {
       using layer_types = types<I>;
       constexpr shape in_shape = layer_input_shape<I>;
       constexpr std::size_t slice_bytes = band_slice_bytes<I>(chain.totals.max_rows[I]);
-      const int slices = slice_bytes != 0 ? layer_types::slices : max_threads;
+      // A ring-keeping layer runs on one thread in a workspace of its own and resumes the previous band's ring.
+      const int slices = keeps_ring<I>() ? 1 : slice_bytes != 0 ? layer_types::slices : max_threads;
       const row_bands parts = row_bands::split(rows.rows(), std::min(threads, slices));
+      constexpr std::size_t own = keeps_ring<I>() ? [] {
+        const chain_scratch_parts before_layer = chain_scratch_split(chains.chains[std::size_t(Chain)], int(I));
+        return align_up(before_layer.shared) + before_layer.kept;
+      }() : 0;
+      const bool resume = keeps_ring<I>() && rows.first > 0;
       auto part = [&](std::size_t t) {
         std::span<std::byte> slice;
-        if constexpr (slice_bytes != 0) slice = scratch.subspan(t * align_up(slice_bytes), slice_bytes);
+        if constexpr (slice_bytes != 0) slice = scratch.subspan(own + t * align_up(slice_bytes), slice_bytes);
         const row_band local = parts[static_cast<int>(t)];
         run_band_rows<layer<I>, typename layer_types::exec, T, in_shape, node.dims>(
-            p.template state<I>(), inputs, out, slice, {rows.first + local.first, rows.first + local.last});
+            p.template state<I>(), inputs, out, slice, {rows.first + local.first, rows.first + local.last}, resume);
       };
       observer.before(I);
       if (parts.count > 1)

@@ -218,6 +218,13 @@ class depthwise {
     if (units < ring_rows) return {units, true};
     return {ring_rows, false};
   }
+  /// The slot of input row iy: its ring unit rounded down (rows above the image are negative), modulo the slots: a
+  /// compile-time modulo when the ring is ring_rows slots, the unit itself when every unit of the image has its own
+  /// slot (rows outside the image then use the padding row, not a slot).
+  static constexpr int ring_slot(int iy, ring_layout ring) noexcept {
+    const int unit = iy >= 0 ? iy / ring_unit : -((ring_unit - 1 - iy) / ring_unit);
+    return ring.padding_row ? unit : (unit % ring_rows + ring_rows) % ring_rows;
+  }
 
  public:
   static constexpr depthwise_config config = Cfg;
@@ -275,6 +282,19 @@ class depthwise {
   void run_rows_window(tensor_view<const T> in, int in_first_row, int image_height, tensor_view<T> band_out,
                        std::span<std::byte> workspace, row_band band) const {
     run(in, {in_first_row, image_height}, band_out, workspace, band);
+  }
+
+  /// Whether run_rows_window can resume a ring: only undilated rows (a phased ring shares its slots between the
+  /// residues of a unit, so the next call's first phase finds its rows overwritten by the previous call's last).
+  static constexpr bool resumes_ring = !phased;
+
+  /// run_rows_window for the band after the one the previous call on this workspace computed, on the same image
+  /// (batch 1): the ring keeps the tap-group rows that call built, so the rows the two bands share are not built
+  /// again, and `in` needs to hold only the rows the ring does not (checked). The first band of an image goes
+  /// through run_rows_window, which starts with an empty ring; no other call may use the workspace in between.
+  void resume_rows_window(tensor_view<const T> in, int in_first_row, int image_height, tensor_view<T> band_out,
+                          std::span<std::byte> workspace, row_band band) const requires(resumes_ring) {
+    run(in, {in_first_row, image_height}, band_out, workspace, band, in.batch() == 1);
   }
 
  private:
@@ -393,8 +413,9 @@ class depthwise {
   };
 
   // `out` holds output rows `band` only.
+  // `resume`: the workspace holds the ring of the previous band's call on the same image (resume_rows_window).
   void run(tensor_view<const T> in, input_window window, tensor_view<T> out, std::span<std::byte> workspace,
-           row_band band) const {
+           row_band band, bool resume = false) const {
     if (!require(ready_, errc::invalid_argument, "depthwise: layer was not loaded (construction reported an error)") ||
         !check_view(in, "depthwise: invalid input view") || !check_view(out, "depthwise: invalid output view"))
       return;
@@ -412,7 +433,7 @@ class depthwise {
                  "depthwise: row band outside the output") ||
         !require(out.dims() == shape{band.rows(), expected.width, expected.channels}, errc::shape_mismatch,
                  "depthwise: output extents differ from output_shape(input)") ||
-        !require(band.rows() == 0 || (window.first <= top && bottom <= window.first + in.height()),
+        !require(band.rows() == 0 || ((resume || window.first <= top) && bottom <= window.first + in.height()),
                  errc::shape_mismatch, "depthwise: the input window misses rows the band reads") ||
         !require(out.batch() == in.batch(), errc::shape_mismatch, "depthwise: input and output batch differ") ||
         !require(workspace.size() >= workspace_bytes(image), errc::invalid_argument,
@@ -441,15 +462,19 @@ class depthwise {
         static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
     const std::ptrdiff_t group_stride = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
 
+    // A resumed ring must hold every row the band reads above the window (those the previous band built).
+    if (resume)
+      for (int iy = top; iy < window.first; ++iy)
+        if (!require(tags[ring_slot(iy, l.ring_slots)] == iy, errc::shape_mismatch,
+                     "depthwise: the input window misses rows the band reads (not in the resumed ring)"))
+          return;
     for (int n = 0; n < in.batch(); ++n) {
-      for (int r = 0; r < slots; ++r) tags[r] = empty_tag;
+      if (!resume)
+        for (int r = 0; r < slots; ++r) tags[r] = empty_tag;
       const auto row_for = [&](int iy) -> const std::uint8_t* {
         const bool inside = iy >= 0 && iy < image.height;
         if (!inside && l.ring_slots.padding_row) return pad_row;
-        // The ring unit rounded down (rows above the image are negative), modulo the slots: a compile-time modulo
-        // when the ring is ring_rows slots, the unit itself when every unit of the image has its own slot.
-        const int unit = iy >= 0 ? iy / ring_unit : -((ring_unit - 1 - iy) / ring_unit);
-        const int slot = l.ring_slots.padding_row ? unit : (unit % ring_rows + ring_rows) % ring_rows;
+        const int slot = ring_slot(iy, l.ring_slots);
         std::uint8_t* row = ring + static_cast<std::size_t>(slot) * ring_stride;
         const int tag = inside ? iy : padding_tag;
         if (tags[slot] != tag) {
