@@ -371,6 +371,38 @@ TEST_CASE("bands: a depthwise layer resumes its ring from the previous band") {
   CHECK(got == expected);
 }
 
+// A 5x5 layer in one-row bands over the whole image: each band after the first resumes the ring from a window of the
+// one row it does not hold yet (the first bands' windows also reach into the padding above the image).
+TEST_CASE("bands: a 5x5 depthwise layer resumes its ring band after band in one-row bands") {
+  const std::array<float, 1> filter_scale{0.01f};
+  const auto q = reference::make_conv_requant<rounding::tflite_reference, u8>({0.02f, 128}, filter_scale, 128,
+                                                                              {0.05f, 100}, activation::none);
+  std::mt19937 rng(13);
+  const shape image{10, 6, 24};
+  const std::vector<u8> filter = test::random_values<u8>(rng, 25 * 24);
+  const std::vector<std::int32_t> bias(24, 300);
+  const std::vector<u8> in = test::random_values<u8>(rng, image.elements());
+  using dw = mosaiq::depthwise<mosaiq::depthwise_config{.kernel = {5, 5}}, u8>;
+  const dw kernel(filter.data(), bias.data(), 24, q);
+  std::vector<u8> expected(image.elements()), got(image.elements(), u8{0x5A});
+  std::vector<std::byte> workspace(dw::workspace_bytes(image));
+  kernel(tensor_view<const u8>(in.data(), image), tensor_view<u8>(expected.data(), image), workspace);
+  const auto rows = [&](int first, int count) {
+    return tensor_view<const u8>(in.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24});
+  };
+  const auto out_rows = [&](int first, int count) {
+    return tensor_view<u8>(got.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24});
+  };
+  test::recording_handler errors;
+  kernel.run_rows_window(rows(0, 3), 0, image.height, out_rows(0, 1), workspace, row_band{0, 1});
+  for (int y = 1; y < image.height; ++y) {
+    const int next = std::min(y + 2, image.height - 1);  // the one row the ring does not hold yet (or the last)
+    kernel.resume_rows_window(rows(next, 1), next, image.height, out_rows(y, 1), workspace, row_band{y, y + 1});
+  }
+  CHECK(errors.calls() == 0);
+  CHECK(got == expected);
+}
+
 // The schedule on its own: a 3x3 stride-1 SAME chain of two layers over 10 rows in bands of 4 (3 bands).
 TEST_CASE("bands: the schedule computes each row once and keeps just the rows still read") {
   band_schedule<2, 3> s;

@@ -1622,22 +1622,12 @@ class network {
   static void run_layer(const prepared& p, const tensor_view<const T>& input, const tensor_view<T>& output,
                         std::span<std::byte> arena, Observer& observer, E& exec, int threads) {
     if constexpr (op_layer<layer<I>>) {
-      constexpr layer_node node = topology.layers[I];
-      constexpr std::size_t arity = layer<I>::inputs.size();
-      const auto inputs = [&]<std::size_t... K>(std::index_sequence<K...>) {
-        return input_views<T, arity>{read_view<std::size_t(node.inputs[K])>(input, arena)...};
-      }
-      (std::make_index_sequence<arity>{});
-      tensor_view<T> out;
-      if constexpr (std::size_t(node.output) == output_tensor)
-        out = output;
-      else
-        out = arena_view<std::size_t(node.output)>(arena);
       std::span<std::byte> scratch;
       if constexpr (types<I>::scratch_bytes != 0)
         scratch = arena.subspan(memory.offsets[tensor_count + I], types<I>::scratch_bytes);
       observer.before(I);
-      run_bands<I>(p.template state<I>(), inputs, out, scratch, exec, threads);
+      run_bands<I>(p.template state<I>(), op_inputs<I>(input, arena), op_output<I>(output, arena), scratch, exec,
+                   threads);
       observer.after(I, arena);
     }
   }
