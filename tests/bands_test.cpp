@@ -333,74 +333,70 @@ TEST_CASE("bands: a window that misses rows a band reads is reported and nothing
   check_window_misuse(conv(filter.data(), bias.data(), 8, q), conv::band_workspace_bytes({10, 6, 8}, 2));
 }
 
+// A depthwise layer `Cfg` on a 10x6x24 uint8 image, its whole-layer output (expected) and windows of input rows and
+// output rows (got) for resume_rows_window.
+template <depthwise_config Cfg>
+struct resume_fixture {
+  using dw = mosaiq::depthwise<Cfg, u8>;
+  shape image{10, 6, 24};
+  std::mt19937 rng;
+  std::vector<u8> filter, in;
+  std::vector<std::int32_t> bias = std::vector<std::int32_t>(24, 300);
+  dw kernel;
+  std::vector<u8> expected = std::vector<u8>(image.elements()), got = std::vector<u8>(image.elements(), u8{0x5A});
+  std::vector<std::byte> workspace = std::vector<std::byte>(dw::workspace_bytes(image));
+
+  explicit resume_fixture(unsigned seed)
+      : rng(seed),
+        filter(test::random_values<u8>(rng, std::size_t(Cfg.kernel.h * Cfg.kernel.w * 24))),
+        in(test::random_values<u8>(rng, image.elements())),
+        kernel(filter.data(), bias.data(), 24,
+               reference::make_conv_requant<rounding::tflite_reference, u8>({0.02f, 128}, std::array<float, 1>{0.01f},
+                                                                            128, {0.05f, 100}, activation::none)) {
+    kernel(tensor_view<const u8>(in.data(), image), tensor_view<u8>(expected.data(), image), workspace);
+  }
+  tensor_view<const u8> rows(int first, int count) const {
+    return {in.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24}};
+  }
+  tensor_view<u8> out_rows(int first, int count) {
+    return {got.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24}};
+  }
+};
+
 // A depthwise layer resuming its ring (resume_rows_window): rows 0..2 of a 10-row image, then rows 3..5 from a
 // window that starts after the rows the ring still holds (rows 2 and 3 were built for the first band): the bytes of
 // the whole layer. A window that misses a row the ring does not hold is reported and nothing is written.
 TEST_CASE("bands: a depthwise layer resumes its ring from the previous band") {
-  const std::array<float, 1> filter_scale{0.01f};
-  const auto q = reference::make_conv_requant<rounding::tflite_reference, u8>({0.02f, 128}, filter_scale, 128,
-                                                                              {0.05f, 100}, activation::none);
-  std::mt19937 rng(12);
-  const shape image{10, 6, 24};
-  const std::vector<u8> filter = test::random_values<u8>(rng, 9 * 24);
-  const std::vector<std::int32_t> bias(24, 300);
-  const std::vector<u8> in = test::random_values<u8>(rng, image.elements());
-  using dw = mosaiq::depthwise<mosaiq::depthwise_config{}, u8>;
-  static_assert(dw::resumes_ring && !mosaiq::depthwise<mosaiq::depthwise_config{.dilation = {2, 2}}, u8>::resumes_ring);
-  const dw kernel(filter.data(), bias.data(), 24, q);
-  std::vector<u8> expected(image.elements()), got(image.elements(), u8{0x5A});
-  std::vector<std::byte> workspace(dw::workspace_bytes(image));
-  kernel(tensor_view<const u8>(in.data(), image), tensor_view<u8>(expected.data(), image), workspace);
-  const auto rows = [&](int first, int count) {
-    return tensor_view<const u8>(in.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24});
-  };
-  const auto out_rows = [&](int first, int count) {
-    return tensor_view<u8>(got.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24});
-  };
-  kernel.run_rows_window(rows(0, 4), 0, image.height, out_rows(0, 3), workspace, row_band{0, 3});
+  static_assert(mosaiq::depthwise<depthwise_config{}, u8>::resumes_ring &&
+                !mosaiq::depthwise<depthwise_config{.dilation = {2, 2}}, u8>::resumes_ring);
+  resume_fixture<depthwise_config{}> f(12);
+  f.kernel.run_rows_window(f.rows(0, 4), 0, f.image.height, f.out_rows(0, 3), f.workspace, row_band{0, 3});
   test::recording_handler errors;
   // Rows 3..5 read rows 2..6; the ring holds 2 and 3 (and 0, 1): a window from row 5 misses row 4.
-  kernel.resume_rows_window(rows(5, 2), 5, image.height, out_rows(3, 3), workspace, row_band{3, 6});
+  f.kernel.resume_rows_window(f.rows(5, 2), 5, f.image.height, f.out_rows(3, 3), f.workspace, row_band{3, 6});
   CHECK(errors.calls() == 1);
   CHECK(errors.last() == errc::shape_mismatch);
-  CHECK(std::all_of(got.begin() + 3 * 6 * 24, got.end(), [](u8 v) { return v == 0x5A; }));
+  CHECK(std::all_of(f.got.begin() + 3 * 6 * 24, f.got.end(), [](u8 v) { return v == 0x5A; }));
   errors.reset();
-  kernel.resume_rows_window(rows(4, 3), 4, image.height, out_rows(3, 3), workspace, row_band{3, 6});
-  kernel.resume_rows_window(rows(7, 3), 7, image.height, out_rows(6, 4), workspace, row_band{6, 10});
+  f.kernel.resume_rows_window(f.rows(4, 3), 4, f.image.height, f.out_rows(3, 3), f.workspace, row_band{3, 6});
+  f.kernel.resume_rows_window(f.rows(7, 3), 7, f.image.height, f.out_rows(6, 4), f.workspace, row_band{6, 10});
   CHECK(errors.calls() == 0);
-  CHECK(got == expected);
+  CHECK(f.got == f.expected);
 }
 
 // A 5x5 layer in one-row bands over the whole image: each band after the first resumes the ring from a window of the
 // one row it does not hold yet (the first bands' windows also reach into the padding above the image).
 TEST_CASE("bands: a 5x5 depthwise layer resumes its ring band after band in one-row bands") {
-  const std::array<float, 1> filter_scale{0.01f};
-  const auto q = reference::make_conv_requant<rounding::tflite_reference, u8>({0.02f, 128}, filter_scale, 128,
-                                                                              {0.05f, 100}, activation::none);
-  std::mt19937 rng(13);
-  const shape image{10, 6, 24};
-  const std::vector<u8> filter = test::random_values<u8>(rng, 25 * 24);
-  const std::vector<std::int32_t> bias(24, 300);
-  const std::vector<u8> in = test::random_values<u8>(rng, image.elements());
-  using dw = mosaiq::depthwise<mosaiq::depthwise_config{.kernel = {5, 5}}, u8>;
-  const dw kernel(filter.data(), bias.data(), 24, q);
-  std::vector<u8> expected(image.elements()), got(image.elements(), u8{0x5A});
-  std::vector<std::byte> workspace(dw::workspace_bytes(image));
-  kernel(tensor_view<const u8>(in.data(), image), tensor_view<u8>(expected.data(), image), workspace);
-  const auto rows = [&](int first, int count) {
-    return tensor_view<const u8>(in.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24});
-  };
-  const auto out_rows = [&](int first, int count) {
-    return tensor_view<u8>(got.data() + std::size_t(first) * 6 * 24, shape{count, 6, 24});
-  };
+  resume_fixture<depthwise_config{.kernel = {5, 5}}> f(13);
   test::recording_handler errors;
-  kernel.run_rows_window(rows(0, 3), 0, image.height, out_rows(0, 1), workspace, row_band{0, 1});
-  for (int y = 1; y < image.height; ++y) {
-    const int next = std::min(y + 2, image.height - 1);  // the one row the ring does not hold yet (or the last)
-    kernel.resume_rows_window(rows(next, 1), next, image.height, out_rows(y, 1), workspace, row_band{y, y + 1});
+  f.kernel.run_rows_window(f.rows(0, 3), 0, f.image.height, f.out_rows(0, 1), f.workspace, row_band{0, 1});
+  for (int y = 1; y < f.image.height; ++y) {
+    const int next = std::min(y + 2, f.image.height - 1);  // the one row the ring does not hold yet (or the last)
+    f.kernel.resume_rows_window(f.rows(next, 1), next, f.image.height, f.out_rows(y, 1), f.workspace,
+                                row_band{y, y + 1});
   }
   CHECK(errors.calls() == 0);
-  CHECK(got == expected);
+  CHECK(f.got == f.expected);
 }
 
 // The schedule on its own: a 3x3 stride-1 SAME chain of two layers over 10 rows in bands of 4 (3 bands).
