@@ -77,37 +77,37 @@ add_scaled_inputs scale_add_inputs(const reference::add_params& p, const referen
 /// Largest fraction of flagged pairs (of 65,536) for which the linear form is kept.
 inline constexpr int max_flagged_pairs = 65536 / 32;
 
-template <rounding R, quantized_element T>
-add_linear make_add_linear(const reference::add_params& p) {
-  add_linear result;
-  if (!p.valid) return result;
-  const reference::detail::add_scales scales = reference::detail::decode_add_scales<R>(p);
-  const auto real = [](quantized_multiplier q) { return std::ldexp(static_cast<double>(q.multiplier), q.shift - 31); };
-  const double output_step = std::ldexp(real(p.output_multiplier), reference::add_params::left_shift);
-  const double alpha = real(p.input1_multiplier) * output_step, beta = real(p.input2_multiplier) * output_step;
-  const double gamma = alpha * p.input1_offset + beta * p.input2_offset + p.output_offset + 0.5;
+/// The form's fixed-point coefficients at k fractional bits: a * a_coef + b * b_coef + c.
+struct linear_coefficients {
+  std::int64_t a_coef = 0, b_coef = 0, c = 0;
+  int k = 0;  // 0: no k from 24 down to 12 keeps every sum inside int32
+};
+
+/// The largest k (at most 24) for which every sum, plus a margin of one step for e_hi, fits int32.
+template <quantized_element T>
+linear_coefficients choose_linear_coefficients(double alpha, double beta, double gamma) {
   constexpr std::int64_t lo = element_traits<T>::min, hi = element_traits<T>::max;
   constexpr std::int64_t int_max = std::numeric_limits<std::int32_t>::max();
-
-  // The largest k (at most 24) for which every sum, plus a margin of one step for e_hi, fits int32.
-  std::int64_t a_coef = 0, b_coef = 0, c = 0;
-  int k = 24;
-  for (; k >= 12; --k) {
+  for (int k = 24; k >= 12; --k) {
     const double unit = std::ldexp(1.0, k);
     if (!(std::abs(alpha * unit) < 0x1p31 && std::abs(beta * unit) < 0x1p31 && std::abs(gamma * unit) < 0x1p40))
       continue;
-    a_coef = std::llround(alpha * unit);
-    b_coef = std::llround(beta * unit);
-    c = std::llround(gamma * unit);
+    const linear_coefficients form{std::llround(alpha * unit), std::llround(beta * unit), std::llround(gamma * unit),
+                                   k};
     std::int64_t extreme = 0;
     for (const std::int64_t a : {lo, hi})
-      for (const std::int64_t b : {lo, hi}) extreme = std::max(extreme, std::abs(a * a_coef + b * b_coef + c));
-    if (extreme + (std::int64_t{1} << k) <= int_max) break;
+      for (const std::int64_t b : {lo, hi})
+        extreme = std::max(extreme, std::abs(a * form.a_coef + b * form.b_coef + form.c));
+    if (extreme + (std::int64_t{1} << k) <= int_max) return form;
   }
-  if (k < 12) return result;
-  const std::int64_t unit = std::int64_t{1} << k;
+  return {};
+}
 
-  // The reference's outputs (add_element's steps on the scaled inputs), pair (a, b) at (a - lo) * 256 + b - lo.
+/// The reference's outputs (add_element's steps on the scaled inputs), pair (a, b) at (a - lo) * 256 + b - lo.
+template <rounding R, quantized_element T>
+std::vector<std::int16_t> add_reference_outputs(const reference::add_params& p,
+                                                const reference::detail::add_scales& scales) {
+  constexpr std::int32_t lo = element_traits<T>::min, hi = element_traits<T>::max;
   const add_scaled_inputs scaled = scale_add_inputs<R, T>(p, scales);
   std::vector<std::int16_t> outputs(65536);
   for (std::int32_t a = lo; a <= hi; ++a)
@@ -117,36 +117,71 @@ add_linear make_add_linear(const reference::add_params& p) {
               scaled.first[static_cast<std::uint8_t>(a)] + scaled.second[static_cast<std::uint8_t>(b)], scales.output) +
               p.output_offset,
           p.clamp.min, p.clamp.max));
+  return outputs;
+}
 
-  // e_lo, e_hi: how far past a boundary the candidates of wrong pairs lie (a wrong pair a whole step off: no form).
-  std::int64_t e_lo = 0, e_hi = 0;
+/// e_lo, e_hi: how far past a boundary the candidates of wrong pairs lie (a wrong pair a whole step off: no form).
+struct boundary_errors {
+  std::int64_t below = 0, above = 0;  // e_lo, e_hi
+};
+
+template <quantized_element T>
+boundary_errors measure_boundary_errors(const linear_coefficients& form, const std::vector<std::int16_t>& outputs,
+                                        clamp_range clamp) {
+  constexpr std::int64_t lo = element_traits<T>::min, hi = element_traits<T>::max;
+  const std::int64_t unit = std::int64_t{1} << form.k;
+  boundary_errors e;
   for (std::int64_t a = lo; a <= hi; ++a)
     for (std::int64_t b = lo; b <= hi; ++b) {
       const std::int64_t exact = outputs[static_cast<std::size_t>((a - lo) * 256 + b - lo)];
-      const std::int64_t t = a * a_coef + b * b_coef + c;
-      const std::int64_t got = std::clamp<std::int64_t>(t >> k, p.clamp.min, p.clamp.max);
+      const std::int64_t t = a * form.a_coef + b * form.b_coef + form.c;
+      const std::int64_t got = std::clamp<std::int64_t>(t >> form.k, clamp.min, clamp.max);
       if (got > exact)
-        e_lo = std::max(e_lo, t - (exact + 1) * unit + 1);
+        e.below = std::max(e.below, t - (exact + 1) * unit + 1);
       else if (got < exact)
-        e_hi = std::max(e_hi, exact * unit - t);
+        e.above = std::max(e.above, exact * unit - t);
     }
-  if (e_lo + e_hi >= unit / 2) return result;
-  result.a_coef = static_cast<std::int32_t>(a_coef);
-  result.b_coef = static_cast<std::int32_t>(b_coef);
-  result.offset = static_cast<std::int32_t>(c + e_hi);
-  result.shift = k;
-  result.band = static_cast<std::int32_t>(e_lo + e_hi);
+  return e;
+}
 
-  // The proof, on the kernel's arithmetic: every unflagged pair is exact.
+/// The proof, on the kernel's arithmetic: every unflagged pair is exact. Counts the flagged and wrong pairs; false
+/// if an unflagged pair is wrong.
+template <quantized_element T>
+bool prove_linear_form(add_linear& form, const std::vector<std::int16_t>& outputs, clamp_range clamp) {
+  constexpr std::int32_t lo = element_traits<T>::min, hi = element_traits<T>::max;
   for (std::int32_t a = lo; a <= hi; ++a)
     for (std::int32_t b = lo; b <= hi; ++b) {
       const std::int32_t exact = outputs[static_cast<std::size_t>((a - lo) * 256 + b - lo)];
-      const bool flagged = result.flagged(a, b);
-      const bool right = result.candidate(a, b, p.clamp) == exact;
-      if (!flagged && !right) return add_linear{};
-      result.flagged_pairs += flagged ? 1 : 0;
-      result.wrong_pairs += right ? 0 : 1;
+      const bool flagged = form.flagged(a, b);
+      const bool right = form.candidate(a, b, clamp) == exact;
+      if (!flagged && !right) return false;
+      form.flagged_pairs += flagged ? 1 : 0;
+      form.wrong_pairs += right ? 0 : 1;
     }
+  return true;
+}
+
+template <rounding R, quantized_element T>
+add_linear make_add_linear(const reference::add_params& p) {
+  if (!p.valid) return {};
+  const reference::detail::add_scales scales = reference::detail::decode_add_scales<R>(p);
+  const auto real = [](quantized_multiplier q) { return std::ldexp(static_cast<double>(q.multiplier), q.shift - 31); };
+  const double output_step = std::ldexp(real(p.output_multiplier), reference::add_params::left_shift);
+  const double alpha = real(p.input1_multiplier) * output_step, beta = real(p.input2_multiplier) * output_step;
+  const double gamma = alpha * p.input1_offset + beta * p.input2_offset + p.output_offset + 0.5;
+  const linear_coefficients form = choose_linear_coefficients<T>(alpha, beta, gamma);
+  if (form.k == 0) return {};
+
+  const std::vector<std::int16_t> outputs = add_reference_outputs<R, T>(p, scales);
+  const boundary_errors e = measure_boundary_errors<T>(form, outputs, p.clamp);
+  if (e.below + e.above >= (std::int64_t{1} << form.k) / 2) return {};
+  add_linear result;
+  result.a_coef = static_cast<std::int32_t>(form.a_coef);
+  result.b_coef = static_cast<std::int32_t>(form.b_coef);
+  result.offset = static_cast<std::int32_t>(form.c + e.above);
+  result.shift = form.k;
+  result.band = static_cast<std::int32_t>(e.below + e.above);
+  if (!prove_linear_form<T>(result, outputs, p.clamp)) return {};
   result.usable = result.flagged_pairs <= max_flagged_pairs;
   return result;
 }
