@@ -29,7 +29,7 @@ using mosaiq::test::placed_tensor;
 
 using mosaiq::test::layout;
 constexpr layout layouts[] = {{1, 0, 0}, {2, 0, 1}, {1, 3, 1}, {2, 5, 0}};
-constexpr int channel_counts[] = {1, 2, 3, 8, 15, 16, 17, 64, 100};
+constexpr int channel_counts[] = {1, 2, 3, 4, 8, 15, 16, 17, 64, 100};
 constexpr shape sizes[] = {{1, 1, 0}, {1, 5, 0}, {3, 1, 0}, {5, 7, 0}, {2, 33, 0}, {4, 70, 0}};
 
 /// Runs `kernel` and the reference on the same random input; checks equality and canaries.

@@ -22,7 +22,8 @@
 //   legacy      out(2i, 2j) = a, (a+b+1)>>1 across, (a+c+1)>>1 down, (a+b+c+d+2)>>2 diagonal
 //               (the averages of two are pavgb / vrhadd; the sum of four is widened: avg(avg, avg) rounds twice);
 //   half-pixel  vertical v = 3*near_row + far_row per input pixel, then (3*v + v_neighbour + 8)>>4 per output column
-//               (dense 16-channel rows: one vertical pass per vector, the neighbours shifted in from the previous one).
+//               (dense 16-channel rows: one vertical pass per vector, the neighbours shifted in from the previous one;
+//               other dense rows take 3*v as 9*near + 3*far in the centre's own multiply-add, so nothing is tripled).
 // The rounding shifts are one pmulhrsw on x86 ((x * 2^(15-s) + 2^14) >> 15), vrshrn on NEON.
 // int8 runs the same arithmetic on x ^ 0x80 = x + 128: the weights sum to one, so floor(s + 128 + 1/2) =
 // floor(s + 1/2) + 128, and rounding half up commutes with the shift (tested on every closed form).

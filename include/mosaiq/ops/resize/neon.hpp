@@ -27,10 +27,18 @@ struct neon_ops {
   static wide_reg widen_lo(reg v) noexcept { return vmovl_u8(vget_low_u8(v)); }
   static wide_reg widen_hi(reg v) noexcept { return vmovl_u8(vget_high_u8(v)); }
   static wide_reg add(wide_reg a, wide_reg b) noexcept { return vaddq_u16(a, b); }
-  static void three_near_plus_far(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
-    const uint8x8_t three = vdup_n_u8(3);
-    lo = vmlal_u8(vmovl_u8(vget_low_u8(far)), vget_low_u8(near), three);
-    hi = vmlal_u8(vmovl_u8(vget_high_u8(far)), vget_high_u8(near), three);
+  /// N * near + F * far in 16 bits (N + F <= 257: no overflow).
+  template <int N, int F>
+  static void weighted_pair(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
+    const uint8x8_t n = vdup_n_u8(N);
+    if constexpr (F == 1) {
+      lo = vmlal_u8(vmovl_u8(vget_low_u8(far)), vget_low_u8(near), n);
+      hi = vmlal_u8(vmovl_u8(vget_high_u8(far)), vget_high_u8(near), n);
+    } else {
+      const uint8x8_t f = vdup_n_u8(F);
+      lo = vmlal_u8(vmull_u8(vget_low_u8(far), f), vget_low_u8(near), n);
+      hi = vmlal_u8(vmull_u8(vget_high_u8(far), f), vget_high_u8(near), n);
+    }
   }
   template <int Shift>
   static reg narrow_rounded(wide_reg lo, wide_reg hi) noexcept {

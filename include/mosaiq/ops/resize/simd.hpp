@@ -92,10 +92,11 @@ struct vector_kernels {
     return finish(Ops::template narrow_rounded<Shift>(a.lo, a.hi));
   }
 
-  /// Half-pixel: 3 * near + far, 16-bit.
+  /// N * near + F * far, 16-bit; half-pixel's vertical pass is <3, 1>.
+  template <int N = 3, int F = 1>
   static wide vertical(const byte* near, const byte* far) noexcept {
     wide v;
-    Ops::three_near_plus_far(load(near), load(far), v.lo, v.hi);
+    Ops::template weighted_pair<N, F>(load(near), load(far), v.lo, v.hi);
     return v;
   }
   static void half_pixel(const wide& left, const wide& center, const wide& right, reg& even, reg& odd) noexcept {
@@ -157,8 +158,11 @@ struct vector_kernels {
     const auto step = [&](std::ptrdiff_t j) noexcept {
       reg even, odd;
       if constexpr (Mode == resize_mode::half_pixel) {
-        half_pixel(vertical(r.near + j - G, r.far + j - G), vertical(r.near + j, r.far + j),
-                   vertical(r.near + j + G, r.far + j + G), even, odd);
+        // 3 * vertical(centre) + vertical(neighbour) with the centre's weights folded into its multiply-add:
+        // 9 near + 3 far, so the centre needs no tripling (the same sums as half_pixel()).
+        const wide center = vertical<9, 3>(r.near + j, r.far + j);
+        even = narrow<4>(add(center, vertical(r.near + j - G, r.far + j - G)));
+        odd = narrow<4>(add(center, vertical(r.near + j + G, r.far + j + G)));
       } else {
         legacy(r.near + j, r.near + j + G, r.far + j, r.far + j + G, same_row, even, odd);
       }

@@ -29,9 +29,11 @@ struct sse_ops {
   static wide_reg widen_lo(reg v) noexcept { return _mm_unpacklo_epi8(v, _mm_setzero_si128()); }
   static wide_reg widen_hi(reg v) noexcept { return _mm_unpackhi_epi8(v, _mm_setzero_si128()); }
   static wide_reg add(wide_reg a, wide_reg b) noexcept { return _mm_add_epi16(a, b); }
-  /// 3 * near + far in 16 bits: pmaddubsw on (near, far) byte pairs with weights (3, 1).
-  static void three_near_plus_far(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
-    const __m128i weights = _mm_set1_epi16(0x0103);
+  /// N * near + F * far in 16 bits: pmaddubsw on (near, far) byte pairs with weights (N, F) (N + F <= 128: no
+  /// saturation).
+  template <int N, int F>
+  static void weighted_pair(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
+    const __m128i weights = _mm_set1_epi16(static_cast<short>(N | F << 8));
     lo = _mm_maddubs_epi16(_mm_unpacklo_epi8(near, far), weights);
     hi = _mm_maddubs_epi16(_mm_unpackhi_epi8(near, far), weights);
   }
@@ -72,8 +74,9 @@ struct avx2_ops {
   static wide_reg widen_lo(reg v) noexcept { return _mm256_unpacklo_epi8(v, _mm256_setzero_si256()); }
   static wide_reg widen_hi(reg v) noexcept { return _mm256_unpackhi_epi8(v, _mm256_setzero_si256()); }
   static wide_reg add(wide_reg a, wide_reg b) noexcept { return _mm256_add_epi16(a, b); }
-  static void three_near_plus_far(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
-    const __m256i weights = _mm256_set1_epi16(0x0103);
+  template <int N, int F>
+  static void weighted_pair(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
+    const __m256i weights = _mm256_set1_epi16(static_cast<short>(N | F << 8));
     lo = _mm256_maddubs_epi16(_mm256_unpacklo_epi8(near, far), weights);
     hi = _mm256_maddubs_epi16(_mm256_unpackhi_epi8(near, far), weights);
   }
@@ -118,8 +121,9 @@ struct avx512_ops {
   static wide_reg widen_lo(reg v) noexcept { return _mm512_unpacklo_epi8(v, _mm512_setzero_si512()); }
   static wide_reg widen_hi(reg v) noexcept { return _mm512_unpackhi_epi8(v, _mm512_setzero_si512()); }
   static wide_reg add(wide_reg a, wide_reg b) noexcept { return _mm512_add_epi16(a, b); }
-  static void three_near_plus_far(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
-    const __m512i weights = _mm512_set1_epi16(0x0103);
+  template <int N, int F>
+  static void weighted_pair(reg near, reg far, wide_reg& lo, wide_reg& hi) noexcept {
+    const __m512i weights = _mm512_set1_epi16(static_cast<short>(N | F << 8));
     lo = _mm512_maddubs_epi16(_mm512_unpacklo_epi8(near, far), weights);
     hi = _mm512_maddubs_epi16(_mm512_unpackhi_epi8(near, far), weights);
   }
