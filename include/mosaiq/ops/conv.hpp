@@ -152,6 +152,12 @@ struct patch_rows {
     return nullptr;
   }
 
+  /// Whether pack_windows builds this run's patches (paths that packs_windows): dense input rows, patches of at most
+  /// 32 bytes, and two neighbouring pixels' taps within 64 bytes of an input row.
+  bool fits_windows(int padded) const noexcept {
+    return kh > 1 && pixel_stride == channels && padded <= 32 && (sw + (kw - 1) * dw + 1) * channels <= 64;
+  }
+
   [[gnu::always_inline]] bool is_interior(int oy, int ox) const noexcept {
     return oy >= y.lo && oy < y.hi && ox >= x.lo && ox < x.hi;
   }
@@ -230,6 +236,12 @@ struct patch_rows {
     // A local copy the loops read: the gather's byte stores may alias *this, and the compiler would
     // reload every field after each of them.
     const patch_rows g = *this;
+    if constexpr (kernels::conv::native_path::packs_windows && sizeof(typename Path::input_type) == 1) {
+      if (g.fits_windows(padded)) {
+        kernels::conv::pack_windows<Path, Sum>(g, g.start(first), count, rows, padded, flip, sums, factor);
+        return;
+      }
+    }
     const int k = kh * kw * g.channels;
     const auto patch_of = [&](int i) { return g.staging + static_cast<std::ptrdiff_t>(i) * k; };
     const cursor begin = g.start(first);
