@@ -108,15 +108,17 @@ void pack_runs(const Patches& g, typename Patches::cursor begin, int count, type
 /// per kernel row (bytes outside the image, or a whole row outside it, take the input zero point, as the gather
 /// does), flipped; then per pair of output pixels one vpermb per kernel row places the row's taps of both patches
 /// (the same index for every kernel row, each under its own byte mask) and one masked store writes both padded
-/// rows. Sum: the pair's patches sit at bytes 0 and 32 instead, for one vpsadbw per pair, and take two stores.
+/// rows. Sum: the pair's patches sit at bytes 0 and 32 instead (two stores), one vpsadbw per pair, and the sums of a
+/// window's (at most 8) patches are reduced together and stored as one vector.
 template <class Path, bool Sum, class Patches>
 void pack_windows(const Patches& g, typename Patches::cursor begin, int count, typename Path::input_type* rows,
                   int padded, std::uint8_t flip, std::int32_t* sums, std::int32_t factor) noexcept {
   constexpr int kh = Patches::kh, kw = Patches::kw, sh = Patches::sh, sw = Patches::sw, dh = Patches::dh,
                 dw = Patches::dw;
   const int c = g.channels, step = sw * c, span = ((kw - 1) * dw + 1) * c;
-  // Pixels per window: the taps of n neighbouring pixels span (n - 1) * step + span <= 64 bytes; whole pairs.
-  const int per_window = ((64 - span) / step + 1) & ~1;
+  // Pixels per window: the taps of n neighbouring pixels span (n - 1) * step + span <= 64 bytes; whole pairs (Sum:
+  // at most 8, whose patch sums are reduced together).
+  const int per_window = std::min(((64 - span) / step + 1) & ~1, Sum ? 8 : 64);
   const int second = Sum ? 32 : padded;  // where the pair's second patch starts
   // Pair 0 of a window: byte q * second + (ky * kw + kx) * c + ch of the pair takes window byte
   // (q * sw + kx * dw) * c + ch of kernel row ky's window; pair j the same plus j * 2 * step.
@@ -149,7 +151,6 @@ void pack_windows(const Patches& g, typename Patches::cursor begin, int count, t
       src[ky] = iy >= 0 && iy < g.in_h ? reinterpret_cast<std::uintptr_t>(at.image + iy * g.row_stride) : 0;
     }
     auto* row = rows + static_cast<std::ptrdiff_t>(i) * padded;
-    std::int32_t* row_sums = Sum ? sums + i : nullptr;
     for (int done = 0; done < n_row;) {
       const int n = std::min(per_window, n_row - done);
       // The window starts at the first pixel's first tap; its bytes inside the image are [lo, hi).
@@ -167,27 +168,40 @@ void pack_windows(const Patches& g, typename Patches::cursor begin, int count, t
                       flip_bits)
                 : outside;
       __m512i index = index0;
+      // Sum: the qword byte sums of pairs 0 and 1 (low and high dword of each qword), and of pairs 2 and 3.
+      __m512i pairs01 = _mm512_setzero_si512(), pairs23 = _mm512_setzero_si512();
       for (int j = 0; j < n; j += 2, index = _mm512_add_epi8(index, pair_step)) {
         __m512i v = _mm512_maskz_permutexvar_epi8(row_mask[0], index, window[0]);
 #pragma GCC unroll 8
         for (int ky = 1; ky < kh; ++ky) v = _mm512_mask_permutexvar_epi8(v, row_mask[ky], index, window[ky]);
         const bool pair = j + 1 < n;
         if constexpr (Sum) {
-          // Qwords 0-3 are the first patch's byte sums, 4-7 the second's.
+          // Qwords 0-3 are the first patch's byte sums (each below 2^11), 4-7 the second's.
           const __m512i s = _mm512_sad_epu8(v, _mm512_setzero_si512());
-          const __m512i halves = _mm512_add_epi64(s, _mm512_shuffle_i64x2(s, s, _MM_SHUFFLE(2, 3, 0, 1)));
-          const __m512i totals = _mm512_add_epi64(halves, _mm512_shuffle_epi32(halves, _MM_PERM_BADC));
+          const __m512i placed = (j & 2) != 0 ? _mm512_slli_epi64(s, 32) : s;
+          if (j < 4)
+            pairs01 = _mm512_add_epi32(pairs01, placed);
+          else
+            pairs23 = _mm512_add_epi32(pairs23, placed);
           _mm256_mask_storeu_epi8(row, static_cast<__mmask32>(one_row), _mm512_castsi512_si256(v));
-          row_sums[0] = factor * _mm_cvtsi128_si32(_mm512_castsi512_si128(totals));
-          if (pair) {
+          if (pair)
             _mm256_mask_storeu_epi8(row + padded, static_cast<__mmask32>(one_row), _mm512_extracti64x4_epi64(v, 1));
-            row_sums[1] = factor * _mm_cvtsi128_si32(_mm512_extracti32x4_epi32(totals, 2));
-          }
-          row_sums += 2;
         } else {
           _mm512_mask_storeu_epi8(row, pair ? two_rows : one_row, v);
         }
         row += 2 * padded;
+      }
+      if constexpr (Sum) {
+        // Each 128-bit lane's two qwords and the lane pairs (0, 1) and (2, 3) added up: dwords 0 and 1 are the
+        // first patches of the two pairs, dwords 8 and 9 their second patches; then the window's patches in order.
+        const auto fold = [](__m512i x) {
+          x = _mm512_add_epi32(x, _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(2, 3, 0, 1)));
+          return _mm512_add_epi32(x, _mm512_shuffle_epi32(x, _MM_PERM_BADC));
+        };
+        const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 16, 24, 17, 25, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m512i totals = _mm512_permutex2var_epi32(fold(pairs01), order, fold(pairs23));
+        _mm512_mask_storeu_epi32(sums + i + done, static_cast<__mmask16>((1u << n) - 1u),
+                                 _mm512_mullo_epi32(totals, _mm512_set1_epi32(factor)));
       }
       done += n;
     }
