@@ -24,7 +24,9 @@
 // each row right after gathering it, stalls every row on store forwarding; see patch_rows::pack.)
 // On AVX-512 a patch of at most 64 bytes with contiguous kernel rows (the 3x3 stem over RGB) skips
 // the staging: KH masked loads place its runs in one register (a ymm up to 32 bytes), one masked
-// store writes the row, and the gathering pass skips such pixels a row run at a time.
+// store writes the row, and the gathering pass skips such pixels a row run at a time. With VBMI, patches of at
+// most 32 bytes over dense rows (the RGB stems) skip both passes: kernels::conv::pack_windows permutes every patch of
+// the block, borders included, from 64-byte input windows, two pixels per vpermb (patch_rows::fits_windows).
 // Interior pixels (every tap inside the image) copy one run of KW * Cin bytes per kernel row when
 // the kernel row is contiguous in the input (dilation_x == 1 over a dense view, or KW == 1), Cin
 // bytes per tap otherwise; a patch that is one contiguous run (1x1 and 1xN kernels) is packed from
