@@ -24,7 +24,9 @@
 // each row right after gathering it, stalls every row on store forwarding; see patch_rows::pack.)
 // On AVX-512 a patch of at most 64 bytes with contiguous kernel rows (the 3x3 stem over RGB) skips
 // the staging: KH masked loads place its runs in one register (a ymm up to 32 bytes), one masked
-// store writes the row, and the gathering pass skips such pixels a row run at a time.
+// store writes the row, and the gathering pass skips such pixels a row run at a time. With VBMI, patches of at
+// most 32 bytes over dense rows (the RGB stems) skip both passes: kernels::conv::pack_windows permutes every patch of
+// the block, borders included, from 64-byte input windows, two pixels per vpermb (patch_rows::fits_windows).
 // Interior pixels (every tap inside the image) copy one run of KW * Cin bytes per kernel row when
 // the kernel row is contiguous in the input (dilation_x == 1 over a dense view, or KW == 1), Cin
 // bytes per tap otherwise; a patch that is one contiguous run (1x1 and 1xN kernels) is packed from
@@ -152,6 +154,12 @@ struct patch_rows {
     return nullptr;
   }
 
+  /// Whether pack_windows builds this run's patches (paths that packs_windows): dense input rows, patches of at most
+  /// 32 bytes, and two neighbouring pixels' taps within 64 bytes of an input row.
+  bool fits_windows(int padded) const noexcept {
+    return kh > 1 && pixel_stride == channels && padded <= 32 && (sw + (kw - 1) * dw + 1) * channels <= 64;
+  }
+
   [[gnu::always_inline]] bool is_interior(int oy, int ox) const noexcept {
     return oy >= y.lo && oy < y.hi && ox >= x.lo && ox < x.hi;
   }
@@ -230,6 +238,12 @@ struct patch_rows {
     // A local copy the loops read: the gather's byte stores may alias *this, and the compiler would
     // reload every field after each of them.
     const patch_rows g = *this;
+    if constexpr (kernels::conv::native_path::packs_windows && sizeof(typename Path::input_type) == 1) {
+      if (g.fits_windows(padded)) {
+        kernels::conv::pack_windows<Path, Sum>(g, g.start(first), count, rows, padded, flip, sums, factor);
+        return;
+      }
+    }
     const int k = kh * kw * g.channels;
     const auto patch_of = [&](int i) { return g.staging + static_cast<std::ptrdiff_t>(i) * k; };
     const cursor begin = g.start(first);
