@@ -19,6 +19,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +33,7 @@
 #include "mosaiq/reference/conv.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/depthwise.hpp"
+#include "mosaiq/simd/amx.hpp"
 
 namespace mosaiq::bench {
 
@@ -302,6 +304,45 @@ void register_conv_row(std::string_view op, std::string_view impl, std::shared_p
     state.SetLabel(row->label);
   });
   if (threads > 1) registered->UseRealTime();
+}
+
+/// Loads layers with the AMX path on or off while alive (simd::amx::set_enabled), then restores it.
+struct amx_choice {
+  explicit amx_choice(bool on) { simd::amx::set_enabled(on); }
+  ~amx_choice() { simd::amx::set_enabled(true); }
+  amx_choice(const amx_choice&) = delete;
+  amx_choice& operator=(const amx_choice&) = delete;
+};
+
+/// The label's path part: "amx 32x32" or the register tile and ISA of the vector path.
+template <class Tile>
+std::string path_label(bool amx, Tile tile) {
+  if (amx) return "amx 32x32 tdpbusd/tdpbssd";
+  return std::to_string(tile.pixels) + "x" + std::to_string(tile.channels) + " " +
+         std::string(simd::to_string(simd::native_isa));
+}
+
+/// A mosaiq layer with a pointwise tile (pointwise, conv2d) loaded on `p` with the AMX path on or off, its workspace
+/// and output; labelled `name` and the path ("mosaiq::conv2d 16x16 avx512_vnni").
+template <class Op, quantized_element T, bool Amx = false>
+conv_runner<T> layer_runner(const conv_problem<T>& p, std::string_view name) {
+  const conv_shape& s = p.shape;
+  struct state {
+    Op op;
+    aligned_buffer<std::byte> workspace;
+    aligned_buffer<T> output;
+  };
+  const amx_choice choice(Amx);
+  auto st = std::make_shared<state>(Op(p.filter.data(), p.bias.data(), s.input_channels, p.requant),
+                                    aligned_buffer<std::byte>(), aligned_buffer<T>(s.output_shape().elements()));
+  if constexpr (requires(const Op& op) { op.uses_amx(); })
+    if (st->op.uses_amx() != Amx) throw std::runtime_error(std::string(name) + " did not load the requested path");
+  st->workspace = aligned_buffer<std::byte>(st->op.workspace_bytes(s.input_shape()));
+  const tensor_view<const T> in = p.input_view();
+  const tensor_view<T> out(st->output.data(), s.output_shape());
+  return {.run = [st, in, out] { st->op(in, out, st->workspace.span()); },
+          .output = st->output.span(),
+          .label = std::string(name) + " " + path_label(Amx, Op::tile())};
 }
 
 /// A mosaiq kernel with run_rows (depthwise, pointwise, conv2d) on a thread_pool of `threads`, its

@@ -12,7 +12,6 @@
 
 #include "baselines.hpp"
 #include "common.hpp"
-#include "mosaiq/simd/amx.hpp"
 
 namespace mosaiq::bench {
 namespace {
@@ -23,27 +22,11 @@ struct stem_case {
 };
 constexpr std::array stem_cases{stem_case{256, 256, 16}, stem_case{144, 256, 16}, stem_case{512, 512, 32}};
 
+/// The vector path of the build (AMX, where a CPU has it, is bench_pointwise's mosaiq_amx rows).
 template <int OutChannels, quantized_element T>
 conv_runner<T> make_mosaiq(const conv_problem<T>& p) {
-  using op_type = conv2d<conv2d_config{.out_channels = OutChannels, .kernel = {3, 3}, .stride = {2, 2}}, T>;
-  struct state {
-    op_type op;
-    aligned_buffer<std::byte> workspace;
-    aligned_buffer<T> output;
-  };
-  // The vector path of the build (AMX, where a CPU has it, is bench_pointwise's mosaiq_amx rows).
-  simd::amx::set_enabled(false);
-  auto st = std::make_shared<state>(op_type(p.filter.data(), p.bias.data(), p.shape.input_channels, p.requant),
-                                    aligned_buffer<std::byte>(), aligned_buffer<T>(p.shape.output_shape().elements()));
-  simd::amx::set_enabled(true);
-  st->workspace = aligned_buffer<std::byte>(st->op.workspace_bytes(p.shape.input_shape()));
-  const tensor_view<const T> in = p.input_view();
-  const tensor_view<T> out(st->output.data(), p.shape.output_shape());
-  constexpr pointwise_tile tile = op_type::tile();
-  return {.run = [st, in, out] { st->op(in, out, st->workspace.span()); },
-          .output = st->output.span(),
-          .label = "mosaiq::conv2d " + std::to_string(tile.pixels) + "x" + std::to_string(tile.channels) + " " +
-                   std::string(simd::to_string(simd::native_isa))};
+  return layer_runner<conv2d<conv2d_config{.out_channels = OutChannels, .kernel = {3, 3}, .stride = {2, 2}}, T>, T>(
+      p, "mosaiq::conv2d");
 }
 
 template <stem_case Case, quantized_element T>

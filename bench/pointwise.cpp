@@ -124,41 +124,9 @@ constexpr std::array mosaiq_cases{
     pointwise_case{64, 64, 24, 16},
 };
 
-/// Loads layers with the AMX path on or off while alive (simd::amx::set_enabled), then restores it.
-struct amx_choice {
-  explicit amx_choice(bool on) { simd::amx::set_enabled(on); }
-  ~amx_choice() { simd::amx::set_enabled(true); }
-  amx_choice(const amx_choice&) = delete;
-  amx_choice& operator=(const amx_choice&) = delete;
-};
-
-/// The label's path part: "amx 32x32" or the register tile and ISA of the vector path.
-inline std::string path_label(bool amx, pointwise_tile tile) {
-  if (amx) return "amx 32x32 tdpbusd/tdpbssd";
-  return std::to_string(tile.pixels) + "x" + std::to_string(tile.channels) + " " +
-         std::string(simd::to_string(simd::native_isa));
-}
-
 template <int OutChannels, quantized_element T, bool Amx = false>
 conv_runner<T> make_mosaiq(const conv_problem<T>& p) {
-  const conv_shape& s = p.shape;
-  using op_type = pointwise<pointwise_config{.out_channels = OutChannels}, T>;
-  struct state {
-    op_type op;
-    aligned_buffer<std::byte> workspace;
-    aligned_buffer<T> output;
-  };
-  const amx_choice choice(Amx);
-  auto st = std::make_shared<state>(op_type(p.filter.data(), p.bias.data(), s.input_channels, p.requant),
-                                    aligned_buffer<std::byte>(), aligned_buffer<T>(s.output_shape().elements()));
-  if (st->op.uses_amx() != Amx) throw std::runtime_error("mosaiq::pointwise did not load the requested path");
-  st->workspace = aligned_buffer<std::byte>(st->op.workspace_bytes(s.input_shape()));
-  const tensor_view<const T> in = p.input_view();
-  const tensor_view<T> out(st->output.data(), s.output_shape());
-  constexpr pointwise_tile tile = op_type::tile();
-  return {.run = [st, in, out] { st->op(in, out, st->workspace.span()); },
-          .output = st->output.span(),
-          .label = "mosaiq::pointwise " + path_label(Amx, tile)};
+  return layer_runner<pointwise<pointwise_config{.out_channels = OutChannels}, T>, T, Amx>(p, "mosaiq::pointwise");
 }
 
 /// The 3x3 stride-2 SAME stem as mosaiq::conv2d (the only non-1x1 case).
@@ -166,23 +134,7 @@ constexpr conv2d_config stem_config{.out_channels = 32, .kernel = {3, 3}, .strid
 
 template <quantized_element T, bool Amx = false>
 conv_runner<T> make_mosaiq_stem(const conv_problem<T>& p) {
-  const conv_shape& s = p.shape;
-  using op_type = conv2d<stem_config, T>;
-  struct state {
-    op_type op;
-    aligned_buffer<std::byte> workspace;
-    aligned_buffer<T> output;
-  };
-  const amx_choice choice(Amx);
-  auto st = std::make_shared<state>(op_type(p.filter.data(), p.bias.data(), s.input_channels, p.requant),
-                                    aligned_buffer<std::byte>(), aligned_buffer<T>(s.output_shape().elements()));
-  st->workspace = aligned_buffer<std::byte>(st->op.workspace_bytes(s.input_shape()));
-  const tensor_view<const T> in = p.input_view();
-  const tensor_view<T> out(st->output.data(), s.output_shape());
-  constexpr pointwise_tile tile = op_type::tile();
-  return {.run = [st, in, out] { st->op(in, out, st->workspace.span()); },
-          .output = st->output.span(),
-          .label = "mosaiq::conv2d " + path_label(Amx, tile)};
+  return layer_runner<conv2d<stem_config, T>, T, Amx>(p, "mosaiq::conv2d");
 }
 
 /// `pointwise/mosaiq_amx/<case>`: the AMX path, bit for bit like the VNNI rows, or why it is missing.
