@@ -18,6 +18,7 @@
 #include <random>
 #include <span>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "guard_page.hpp"
@@ -219,7 +220,7 @@ TEST_CASE_TEMPLATE_APPLY(conv2d_grid_id, configs);
 // and patches over 32 bytes take the gather. Strides 1-3, dilation, SAME / VALID / explicit pads (the window
 // starting left of the image, ending right of it, rows above and below), odd widths (a last lone pixel per row),
 // rows of several windows, channel tails, bounded blocks (blocks starting and ending inside a row), batch 2.
-using small_channel_configs =
+using all_small_channel_configs =
     std::tuple<config_case<conv2d_config{.out_channels = 16, .kernel = {3, 3}, .stride = {2, 2}}>,
                config_case<conv2d_config{
                    .out_channels = 32, .kernel = {3, 3}, .stride = {2, 2}, .pad = padding::valid(), .round = single}>,
@@ -235,6 +236,24 @@ using small_channel_configs =
                                          .pad = padding::explicit_pads(2, 1, 3, 0)}>,
                config_case<conv2d_config{.out_channels = 16, .kernel = {3, 3}, .stride = {2, 2}, .block_bytes = 1}>,
                config_case<conv2d_config{.out_channels = 40, .kernel = {3, 3}, .stride = {2, 2}, .block_bytes = 1500}>>;
+
+// With path grids (MOSAIQ_TEST_PATH_GRIDS) on a level that gathers every patch (no pack_runs or pack_windows: scalar,
+// AVX2, NEON), one config per gather path of these shapes: the stem (kernel rows copied whole over dense rows, tap by
+// tap over the strided runs, SAME borders), stride (1, 3) with dilation (2, 1) and explicit pads on every side, and
+// bounded blocks with a channel tail. The other configs vary the same gather's geometry, which the binaries without
+// path grids run whole on the same code (docs/decisions.md, "The test suite, part 8"); levels that build patches in
+// registers or from windows keep every config.
+using small_channel_gather_configs =
+    std::tuple<config_case<conv2d_config{.out_channels = 16, .kernel = {3, 3}, .stride = {2, 2}}>,
+               config_case<conv2d_config{.out_channels = 24,
+                                         .kernel = {3, 3},
+                                         .stride = {1, 3},
+                                         .dilation = {2, 1},
+                                         .pad = padding::explicit_pads(2, 1, 3, 0)}>,
+               config_case<conv2d_config{.out_channels = 40, .kernel = {3, 3}, .stride = {2, 2}, .block_bytes = 1500}>>;
+
+using small_channel_configs = std::conditional_t<MOSAIQ_TEST_PATH_GRIDS && !kernels::conv::native_path::packs_runs,
+                                                 small_channel_gather_configs, all_small_channel_configs>;
 
 constexpr run_case small_channel_runs[] = {
     {3, 1, 1, 1, false},   {3, 9, 37, 1, false},  {1, 17, 23, 2, false}, {2, 6, 65, 1, false},
