@@ -278,6 +278,38 @@ TEST_CASE("tools: the float runner follows taps, branches, add and concat") {
     }
 }
 
+TEST_CASE("tools: the float runner's tensor hook sees each tensor once, in order, before its readers") {
+  using net = ptq_net<u8>;
+  const auto fw = random_float_weights<net>(7);
+  const auto input = random_inputs(8, 1, net::input_shape.elements())[0];
+  tools::float_runner<net> plain, hooked;
+  REQUIRE(plain.run(fw, std::span<const float>(input)));
+
+  // Every tensor is seen exactly once, the input first, each before any layer that reads it.
+  std::vector<std::size_t> seen;
+  REQUIRE(hooked.run(fw, std::span<const float>(input), [&](std::size_t t, std::span<float> values) {
+    CHECK(values.size() == net::topology.tensors[t].dims.elements());
+    seen.push_back(t);
+  }));
+  REQUIRE(seen.size() == net::tensor_count);
+  CHECK(seen.front() == 0);
+  for (std::size_t t = 0; t < net::tensor_count; ++t) CHECK(std::count(seen.begin(), seen.end(), t) == 1);
+  for (std::size_t t = 0; t < net::tensor_count; ++t)
+    CHECK(std::equal(plain.values(t).begin(), plain.values(t).end(), hooked.values(t).begin()));
+
+  // Changes made in the hook are what later layers read: the conv output (tensor 1) zeroed makes the add its
+  // pointwise branch alone.
+  REQUIRE(hooked.run(fw, std::span<const float>(input), [](std::size_t t, std::span<float> values) {
+    if (t == 1) std::fill(values.begin(), values.end(), 0.0f);
+  }));
+  CHECK(std::all_of(hooked.values(1).begin(), hooked.values(1).end(), [](float v) { return v == 0.0f; }));
+  const auto sum = hooked.tensor<"a">();
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 4; ++x)
+      for (int c = 0; c < 8; ++c) CHECK(sum(y, x, c) == hooked.tensor(3)(y, x, c));
+  CHECK_FALSE(std::equal(plain.values(3).begin(), plain.values(3).end(), hooked.values(3).begin()));
+}
+
 // ---------------------------------------------------------------------------------------------
 // End to end.
 

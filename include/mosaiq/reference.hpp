@@ -6,6 +6,7 @@
 #include "mosaiq/reference/depthwise.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/reference/hard_swish.hpp"
+#include "mosaiq/reference/int16.hpp"
 #include "mosaiq/reference/pointwise.hpp"
 #include "mosaiq/reference/pool.hpp"
 #include "mosaiq/reference/resize.hpp"

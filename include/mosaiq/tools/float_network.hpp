@@ -139,6 +139,15 @@ class float_runner {
   /// Computes the network on `input` (Net::input_shape, batch 1, any pixel stride). Misuse
   /// (a wrong shape, an invalid view) is reported through mosaiq::require and nothing runs.
   bool run(const float_weights<Net>& w, tensor_view<const float> input) {
+    return run(w, input, [](std::size_t, std::span<float>) {});
+  }
+
+  /// The same, calling `on_tensor(t, values)` on the input (t = 0) and on each op layer's output
+  /// tensor t as soon as it is computed, before any later layer reads it. The values (dense NHWC
+  /// std::span<float>) may be changed in place: rounding chosen tensors to a quantization grid
+  /// simulates a quantized network in float, one tensor's precision at a time.
+  template <class OnTensor>
+  bool run(const float_weights<Net>& w, tensor_view<const float> input, OnTensor&& on_tensor) {
     if (!check_view(input, "float_runner::run: input") ||
         !require(input.dims() == Net::input_shape && input.batch() == 1, errc::shape_mismatch,
                  "float_runner::run: input must have the network's input shape and batch 1"))
@@ -148,18 +157,23 @@ class float_runner {
     for (int y = 0; y < input.height(); ++y)
       for (int x = 0; x < input.width(); ++x)
         for (int c = 0; c < input.channels(); ++c) first(y, x, c) = input(y, x, c);
+    on_tensor(std::size_t{0}, std::span<float>(tensors_[0]));
     mosaiq::detail::for_index_chunks<Net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
-      (run_layer<I>(mosaiq::detail::element<I>(w.layers)), ...);
+      (run_layer<I>(mosaiq::detail::element<I>(w.layers), on_tensor), ...);
     });
     return true;
   }
 
   /// Dense NHWC input of Net::input_shape.elements() floats.
   bool run(const float_weights<Net>& w, std::span<const float> input) {
+    return run(w, input, [](std::size_t, std::span<float>) {});
+  }
+  template <class OnTensor>
+  bool run(const float_weights<Net>& w, std::span<const float> input, OnTensor&& on_tensor) {
     if (!require(input.size() == Net::input_shape.elements(), errc::shape_mismatch,
                  "float_runner::run: input must have input_shape.elements() values"))
       return false;
-    return run(w, tensor_view<const float>(input.data(), Net::input_shape));
+    return run(w, tensor_view<const float>(input.data(), Net::input_shape), on_tensor);
   }
 
   /// Tensor `t` of the last run (dense, batch 1).
@@ -191,8 +205,8 @@ class float_runner {
                    "float_runner::run: a float filter or bias has another size than its layer's");
   }
 
-  template <std::size_t I, class W>
-  void run_layer(const W& lw) {
+  template <std::size_t I, class W, class OnTensor>
+  void run_layer(const W& lw, OnTensor& on_tensor) {
     using Layer = typename Net::template layer<I>;
     if constexpr (Layer::role == layer_role::op) {
       constexpr layer_node node = Net::topology.layers[I];
@@ -250,6 +264,7 @@ class float_runner {
         static_assert(detail::unsupported_layer<Layer>,
                       "tools::float_runner: this layer kind has no float implementation yet (add it here)");
       }
+      on_tensor(static_cast<std::size_t>(node.output), std::span<float>(tensors_[std::size_t(node.output)]));
     }
   }
 
