@@ -113,80 +113,107 @@ constexpr std::size_t op_count() noexcept {
   return Layer::role == layer_role::op ? 1 : 0;
 }
 
-/// Walks the layer list once: resolves tap names, infers shapes, records liveness. Errors do not
-/// stop the walk (a stand-in shape is used) so that only the static_assert naming them fires.
-template <class Input, class... Layers>
-constexpr auto analyze() {
-  constexpr std::size_t tensor_count = [] {
-    std::size_t count = 1;
-    detail::for_each_type<Layers...>([&]<class L>(std::type_identity<L>) { count += op_count<L>(); });
-    return count;
-  }();
-  network_graph<sizeof...(Layers), tensor_count> g;
-  g.tensors[0] = {Input::dims, -1, -1};
-  auto& taps = g.names;
-  std::size_t& tap_count = g.name_count;
-  int current = 0, next_tensor = 1, step = 0;
+/// The graph of a layer list as analyze() builds it, one layer at a time: the tensor each name selects, the current
+/// tensor (what the next layer reads by default) and the first error.
+template <std::size_t LayerCount, std::size_t TensorCount>
+struct graph_builder {
+  network_graph<LayerCount, TensorCount> g;
+  int current = 0;      ///< the tensor made or selected last
+  int next_tensor = 1;  ///< the id the next op layer's tensor takes
+  int step = 0;         ///< the layer being added
 
-  const auto fail = [&](graph_error e) {
+  /// Records the first error and where it is; the walk goes on so that only the static_assert naming it fires.
+  constexpr void fail(graph_error e) noexcept {
     if (g.error == graph_error::none) {
       g.error = e;
       g.error_layer = step;
     }
-  };
-  const auto find = [&](std::string_view name) -> int {
+  }
+
+  /// The tensor a name selects: the current one for "", -1 for a name no earlier tap or output gives.
+  constexpr int find(std::string_view name) const noexcept {
     if (name.empty()) return current;
-    for (std::size_t i = 0; i < tap_count; ++i)
-      if (taps[i].name == name) return taps[i].tensor;
+    for (std::size_t i = 0; i < g.name_count; ++i)
+      if (g.names[i].name == name) return g.names[i].tensor;
     return -1;
-  };
-  const auto visit = [&]<class Layer>(std::type_identity<Layer>) {
+  }
+
+  template <class Layer>
+  constexpr void add_tap() {
+    if (find(Layer::name) >= 0 || Layer::name.empty()) fail(graph_error::duplicate_tap);
+    constexpr bool keeps_alive = requires { requires Layer::keeps_alive; };
+    if (keeps_alive && current == 0) fail(graph_error::output_of_network_input);
+    g.names[g.name_count++] = {Layer::name, current, keeps_alive};
+  }
+
+  template <class Layer>
+  constexpr void select_tapped() {
+    const int t = find(Layer::name);
+    if (t < 0)
+      fail(graph_error::unknown_tap);
+    else
+      current = t;
+  }
+
+  /// An op layer: its inputs (read now, so alive until this step), its inferred output shape and new tensor.
+  template <class Layer>
+  constexpr void add_op(layer_node& node) {
+    constexpr std::size_t arity = Layer::inputs.size();
+    static_assert(arity <= max_layer_inputs, "mosaiq::network: a layer reads more than max_layer_inputs tensors");
+    std::array<shape, arity> in{};
+    node.input_count = static_cast<int>(arity);
+    for (std::size_t k = 0; k < arity; ++k) {
+      int t = find(Layer::inputs[k]);
+      if (t < 0) {
+        fail(graph_error::unknown_tap);
+        t = current;  // a stand-in, so that shapes still follow
+      }
+      node.inputs[k] = t;
+      in[k] = g.tensors[static_cast<std::size_t>(t)].dims;
+      g.tensors[static_cast<std::size_t>(t)].last_use = step;
+    }
+    const shape_result r = Layer::infer(in);
+    if (r.error != shape_error::none) fail(to_graph_error(r.error));
+    g.tensors[static_cast<std::size_t>(next_tensor)] = {r.output, step, step};
+    current = next_tensor++;
+  }
+
+  template <class Layer>
+  constexpr void add_layer() {
     layer_node& node = g.layers[static_cast<std::size_t>(step)];
     node.role = Layer::role;
-    if constexpr (Layer::role == layer_role::tap) {
-      if (find(Layer::name) >= 0 || Layer::name.empty()) fail(graph_error::duplicate_tap);
-      constexpr bool keeps_alive = requires { requires Layer::keeps_alive; };
-      if (keeps_alive && current == 0) fail(graph_error::output_of_network_input);
-      taps[tap_count++] = {Layer::name, current, keeps_alive};
-    } else if constexpr (Layer::role == layer_role::from) {
-      const int t = find(Layer::name);
-      if (t < 0)
-        fail(graph_error::unknown_tap);
-      else
-        current = t;
-    } else {
-      constexpr std::size_t arity = Layer::inputs.size();
-      static_assert(arity <= max_layer_inputs, "mosaiq::network: a layer reads more than max_layer_inputs tensors");
-      std::array<shape, arity> in{};
-      node.input_count = static_cast<int>(arity);
-      for (std::size_t k = 0; k < arity; ++k) {
-        int t = find(Layer::inputs[k]);
-        if (t < 0) {
-          fail(graph_error::unknown_tap);
-          t = current;
-        }
-        node.inputs[k] = t;
-        in[k] = g.tensors[static_cast<std::size_t>(t)].dims;
-        g.tensors[static_cast<std::size_t>(t)].last_use = step;
-      }
-      const shape_result r = Layer::infer(in);
-      if (r.error != shape_error::none) fail(to_graph_error(r.error));
-      g.tensors[static_cast<std::size_t>(next_tensor)] = {r.output, step, step};
-      current = next_tensor++;
-    }
+    if constexpr (Layer::role == layer_role::tap)
+      add_tap<Layer>();
+    else if constexpr (Layer::role == layer_role::from)
+      select_tapped<Layer>();
+    else
+      add_op<Layer>(node);
     node.output = current;
     node.dims = g.tensors[static_cast<std::size_t>(current)].dims;
     ++step;
-  };
-  detail::for_each_type<Layers...>(visit);
-  // Output layers' tensors outlive every layer, so the plan never reuses their memory.
-  for (std::size_t i = 0; i < tap_count; ++i)
-    if (taps[i].output) g.tensors[static_cast<std::size_t>(taps[i].tensor)].last_use = int(sizeof...(Layers));
-  if (g.layers.back().role != layer_role::op) {
-    step = static_cast<int>(sizeof...(Layers)) - 1;
-    fail(graph_error::last_layer_not_op);
   }
-  return g;
+
+  /// After the last layer: output layers' tensors outlive every layer (the plan never reuses their memory), and the
+  /// last layer must make the network's output.
+  constexpr void finish() {
+    for (std::size_t i = 0; i < g.name_count; ++i)
+      if (g.names[i].output) g.tensors[static_cast<std::size_t>(g.names[i].tensor)].last_use = int(LayerCount);
+    if (g.layers.back().role != layer_role::op) {
+      step = static_cast<int>(LayerCount) - 1;
+      fail(graph_error::last_layer_not_op);
+    }
+  }
+};
+
+/// Walks the layer list once: resolves tap names, infers shapes, records liveness (graph_builder).
+template <class Input, class... Layers>
+constexpr auto analyze() {
+  constexpr std::size_t tensor_count = 1 + (op_count<Layers>() + ... + 0);
+  graph_builder<sizeof...(Layers), tensor_count> builder;
+  builder.g.tensors[0] = {Input::dims, -1, -1};
+  detail::for_each_type<Layers...>([&]<class L>(std::type_identity<L>) { builder.template add_layer<L>(); });
+  builder.finish();
+  return builder.g;
 }
 
 /// A layer as a plan runs it: pointwise and conv2d layers whose config sets no GEMM block bound take
