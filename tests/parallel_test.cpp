@@ -237,6 +237,12 @@ TEST_CASE_TEMPLATE("parallel: bilinear resize bands equal one run, 1..8 threads"
   }
 }
 
+/// A pointwise config with small GEMM blocks: its workspace (a slice per thread) stays below the networks' maps
+/// on every target, so that the row runs the tests expect keep within the peak on every target.
+constexpr layers::pointwise_config small_blocks(int out_channels) {
+  return {.out_channels = out_channels, .block_bytes = 4096};
+}
+
 // Every layer kind that splits (conv2d, depthwise, pointwise, add and mul, also broadcasting a 1x1xC
 // tap, pools, nearest and bilinear resize, concat, softmax) and one that does not (global average pool).
 template <int Threads>
@@ -256,11 +262,11 @@ using kinds_net = network<
     layers::tap<"gate">,                                          //
     layers::resize_bilinear<layers::resize_config{.scale = 64}>,  // 64x64x16
     layers::max_pool<layers::pool_config{.kernel = {1, 2}, .stride = {1, 1}}>,
-    layers::tap<"g">,                                                 // 64x63x16
-    layers::concat<"x", "p", "g">,                                    // 64x63x48
-    layers::pointwise<layers::pointwise_config{.out_channels = 16}>,  //
-    layers::mul<"gate">,                                              // broadcasts the 1x1x16 gate over every band
-    layers::add<"gate">,                                              //
+    layers::tap<"g">,                     // 64x63x16
+    layers::concat<"x", "p", "g">,        // 64x63x48
+    layers::pointwise<small_blocks(16)>,  //
+    layers::mul<"gate">,                  // broadcasts the 1x1x16 gate over every band
+    layers::add<"gate">,                  //
     layers::softmax<>>;
 
 static_assert(kinds_net<1>::output_shape == shape{64, 63, 16});
@@ -296,40 +302,89 @@ static_assert(kinds_net<8>::active_row_runs[2] == row_run<8>{2, 3} &&
 static_assert(kinds_net<8>::parallel_steps(8) == 6 + (bilinear_splits ? 1 : 0) && kinds_net<8>::parallel_steps(1) == 0);
 static_assert(std::ranges::none_of(kinds_net<1>::row_runs, [](const row_run<1>& r) { return r.active(); }));
 
+// Row runs keep within the peak live bytes of the plan without them (net/network.hpp, choose_row_runs). On the
+// 64x64 maps the depthwise and both pointwise layers after it (1..3) could run as one run, but that would hold
+// the 32-channel maps of layers 0 and 1 and both 8-channel outputs at once, more than the busiest layer (the
+// depthwise: its input and output) holds; the depthwise with the first pointwise would too. The two pointwise
+// layers hold less, so they run as a run; so do the depthwise, pointwise and softmax on the pooled 32x32 maps.
+template <int Threads>
+using run_memory_net = network<input<u8, 64, 64, 8>::with_max_threads<Threads>,
+                               layers::pointwise<small_blocks(32)>,                            // 0: 64x64x32
+                               layers::depthwise<layers::depthwise_config{.kernel = {3, 3}}>,  // 1
+                               layers::pointwise<small_blocks(8)>,                             // 2: 64x64x8
+                               layers::pointwise<small_blocks(8)>,                             // 3
+                               layers::max_pool<layers::pool_config{.kernel = {2, 2}, .stride = {2, 2}}>,  // 4: 32x32x8
+                               layers::depthwise<layers::depthwise_config{.kernel = {3, 3}}>,              // 5
+                               layers::pointwise<small_blocks(8)>,                                         // 6
+                               layers::softmax<>>;                                                         // 7
+using memory_net = run_memory_net<4>;
+static_assert(memory_net::row_runs[1] == memory_net::row_run{1, 3} &&
+              memory_net::row_runs[5] == memory_net::row_run{5, 7});
+static_assert(!memory_net::active_row_runs[1].active() && memory_net::active_row_runs[2] == memory_net::row_run{2, 3} &&
+              memory_net::active_row_runs[3] == memory_net::row_run{2, 3} &&
+              memory_net::active_row_runs[5] == memory_net::row_run{5, 7});
+static_assert(memory_net::parallel_steps(4) == 5 &&
+              memory_net::peak_live_bytes == memory_net::peak_live_bytes_without_runs);
+// On two threads the conv2d's workspace is smaller, and so the peak: of the candidate 13..19 only its pointwise,
+// broadcast mul, add and softmax keep within it (the max pool and concat would hold their 48-channel map too).
+static_assert(kinds_net<2>::row_runs[13] == row_run<2>{13, 19} && !kinds_net<2>::active_row_runs[13].active() &&
+              !kinds_net<2>::active_row_runs[15].active() && kinds_net<2>::active_row_runs[16] == row_run<2>{16, 19});
+// Every network with runs keeps within the plan without them (a static_assert in network checks the peak).
+static_assert(memory_net::arena_bytes <= memory_net::arena_bytes_without_runs);
+static_assert(kinds_net<8>::arena_bytes <= kinds_net<8>::arena_bytes_without_runs);
+static_assert(kinds_net<2>::peak_live_bytes <= kinds_net<2>::peak_live_bytes_without_runs);
+
 using test::random_weights;
 
-TEST_CASE("parallel: a network on 1..8 threads equals its serial run, no heap while running") {
-  using serial_net = kinds_net<1>;
-  using threaded_net = kinds_net<max_test_threads>;
-  const serial_net::weights w = random_weights<serial_net>(11);
-  // The same weights for the threaded type, through a blob (the layer list is the same).
-  std::vector<std::byte> blob(serial_net::blob_bytes);
-  REQUIRE(serial_net::save(w, blob) == blob.size());
-  threaded_net::weights tw;
-  REQUIRE(threaded_net::load(blob, tw));
+/// What a serial run of a network gave: its weights as a blob, its input and its output.
+struct serial_result {
+  std::vector<std::byte> blob;
+  std::vector<u8> input, output;
+};
 
-  std::mt19937 rng(5);
-  const std::vector<u8> input = test::random_values<u8>(rng, serial_net::input_shape.elements());
-  const auto in_view = tensor_view<const u8>(input.data(), serial_net::input_shape);
-  std::vector<u8> expected(serial_net::output_shape.elements());
-  const serial_net::prepared sp = serial_net::prepare(w);
-  test::aligned_arena serial_arena(serial_net::arena_bytes);
-  serial_net::run(sp, in_view, tensor_view<u8>(expected.data(), serial_net::output_shape), serial_arena.bytes);
-  CHECK(std::set<u8>(expected.begin(), expected.end()).size() > 8);
+/// NetN (NetOne's layers planned for more threads) on 1..max_threads threads of a pool gives NetOne's serial
+/// output byte for byte, three times each, with no heap while running. The weights go through a blob.
+template <class NetOne, class NetN>
+serial_result check_threads_equal_serial(unsigned seed, int max_threads) {
+  const typename NetOne::weights w = random_weights<NetOne>(seed);
+  serial_result serial{std::vector<std::byte>(NetOne::blob_bytes), {}, {}};
+  REQUIRE(NetOne::save(w, serial.blob) == serial.blob.size());
+  typename NetN::weights tw;
+  REQUIRE(NetN::load(serial.blob, tw));
 
-  const threaded_net::prepared tp = threaded_net::prepare(tw);
-  test::aligned_arena arena(threaded_net::arena_bytes);
-  for (int threads = 1; threads <= max_test_threads; ++threads) {
+  std::mt19937 rng(seed + 1);
+  serial.input = test::random_values<u8>(rng, NetOne::input_shape.elements());
+  const auto in_view = tensor_view<const u8>(serial.input.data(), NetOne::input_shape);
+  serial.output.resize(NetOne::output_shape.elements());
+  test::aligned_arena serial_arena(NetOne::arena_bytes);
+  NetOne::run(NetOne::prepare(w), in_view, tensor_view<u8>(serial.output.data(), NetOne::output_shape),
+              serial_arena.bytes);
+  CHECK(std::set<u8>(serial.output.begin(), serial.output.end()).size() > 8);
+
+  const typename NetN::prepared tp = NetN::prepare(tw);
+  test::aligned_arena arena(NetN::arena_bytes);
+  for (int threads = 1; threads <= max_threads; ++threads) {
     CAPTURE(threads);
     thread_pool pool(threads);
     for (int repeat = 0; repeat < 3; ++repeat) {
-      std::vector<u8> got(expected.size(), u8{0x5A});
+      std::vector<u8> got(serial.output.size(), u8{0x5A});
       const long before = test::heap_allocations();
-      threaded_net::run(tp, in_view, tensor_view<u8>(got.data(), threaded_net::output_shape), arena.bytes, pool);
+      NetN::run(tp, in_view, tensor_view<u8>(got.data(), NetN::output_shape), arena.bytes, pool);
       CHECK(test::heap_allocations() == before);
-      CHECK(got == expected);
+      CHECK(got == serial.output);
     }
   }
+  return serial;
+}
+
+TEST_CASE("parallel: row runs within the plan's peak equal the serial run on 1..4 threads") {
+  check_threads_equal_serial<run_memory_net<1>, memory_net>(21, 4);
+}
+
+TEST_CASE("parallel: a network on 1..8 threads equals its serial run, no heap while running") {
+  const serial_result serial =
+      check_threads_equal_serial<kinds_net<1>, kinds_net<max_test_threads>>(5, max_test_threads);
+  const auto in_view = tensor_view<const u8>(serial.input.data(), kinds_net<1>::input_shape);
   // The counter itself works (under ThreadSanitizer too, where a malloc hook counts).
   const long before_probe = test::heap_allocations();
   void* probe = ::operator new(16);  // a direct call: unlike a new-expression, it may not be elided
@@ -338,13 +393,13 @@ TEST_CASE("parallel: a network on 1..8 threads equals its serial run, no heap wh
 
   // A pool larger than max_threads uses max_threads of them.
   thread_pool wide(max_test_threads + 2);
-  std::vector<u8> got(expected.size());
+  std::vector<u8> got(serial.output.size());
   kinds_net<2>::weights w2;
-  REQUIRE(kinds_net<2>::load(blob, w2));
+  REQUIRE(kinds_net<2>::load(serial.blob, w2));
   test::aligned_arena small_arena(kinds_net<2>::arena_bytes);
   kinds_net<2>::run(kinds_net<2>::prepare(w2), in_view, tensor_view<u8>(got.data(), kinds_net<2>::output_shape),
                     small_arena.bytes, wide);
-  CHECK(got == expected);
+  CHECK(got == serial.output);
 }
 
 TEST_CASE("parallel: profile() runs a network on threads and times every op layer or row run") {

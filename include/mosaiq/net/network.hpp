@@ -113,80 +113,107 @@ constexpr std::size_t op_count() noexcept {
   return Layer::role == layer_role::op ? 1 : 0;
 }
 
-/// Walks the layer list once: resolves tap names, infers shapes, records liveness. Errors do not
-/// stop the walk (a stand-in shape is used) so that only the static_assert naming them fires.
-template <class Input, class... Layers>
-constexpr auto analyze() {
-  constexpr std::size_t tensor_count = [] {
-    std::size_t count = 1;
-    detail::for_each_type<Layers...>([&]<class L>(std::type_identity<L>) { count += op_count<L>(); });
-    return count;
-  }();
-  network_graph<sizeof...(Layers), tensor_count> g;
-  g.tensors[0] = {Input::dims, -1, -1};
-  auto& taps = g.names;
-  std::size_t& tap_count = g.name_count;
-  int current = 0, next_tensor = 1, step = 0;
+/// The graph of a layer list as analyze() builds it, one layer at a time: the tensor each name selects, the current
+/// tensor (what the next layer reads by default) and the first error.
+template <std::size_t LayerCount, std::size_t TensorCount>
+struct graph_builder {
+  network_graph<LayerCount, TensorCount> g;
+  int current = 0;      ///< the tensor made or selected last
+  int next_tensor = 1;  ///< the id the next op layer's tensor takes
+  int step = 0;         ///< the layer being added
 
-  const auto fail = [&](graph_error e) {
+  /// Records the first error and where it is; the walk goes on so that only the static_assert naming it fires.
+  constexpr void fail(graph_error e) noexcept {
     if (g.error == graph_error::none) {
       g.error = e;
       g.error_layer = step;
     }
-  };
-  const auto find = [&](std::string_view name) -> int {
+  }
+
+  /// The tensor a name selects: the current one for "", -1 for a name no earlier tap or output gives.
+  constexpr int find(std::string_view name) const noexcept {
     if (name.empty()) return current;
-    for (std::size_t i = 0; i < tap_count; ++i)
-      if (taps[i].name == name) return taps[i].tensor;
+    for (std::size_t i = 0; i < g.name_count; ++i)
+      if (g.names[i].name == name) return g.names[i].tensor;
     return -1;
-  };
-  const auto visit = [&]<class Layer>(std::type_identity<Layer>) {
+  }
+
+  template <class Layer>
+  constexpr void add_tap() {
+    if (find(Layer::name) >= 0 || Layer::name.empty()) fail(graph_error::duplicate_tap);
+    constexpr bool keeps_alive = requires { requires Layer::keeps_alive; };
+    if (keeps_alive && current == 0) fail(graph_error::output_of_network_input);
+    g.names[g.name_count++] = {Layer::name, current, keeps_alive};
+  }
+
+  template <class Layer>
+  constexpr void select_tapped() {
+    const int t = find(Layer::name);
+    if (t < 0)
+      fail(graph_error::unknown_tap);
+    else
+      current = t;
+  }
+
+  /// An op layer: its inputs (read now, so alive until this step), its inferred output shape and new tensor.
+  template <class Layer>
+  constexpr void add_op(layer_node& node) {
+    constexpr std::size_t arity = Layer::inputs.size();
+    static_assert(arity <= max_layer_inputs, "mosaiq::network: a layer reads more than max_layer_inputs tensors");
+    std::array<shape, arity> in{};
+    node.input_count = static_cast<int>(arity);
+    for (std::size_t k = 0; k < arity; ++k) {
+      int t = find(Layer::inputs[k]);
+      if (t < 0) {
+        fail(graph_error::unknown_tap);
+        t = current;  // a stand-in, so that shapes still follow
+      }
+      node.inputs[k] = t;
+      in[k] = g.tensors[static_cast<std::size_t>(t)].dims;
+      g.tensors[static_cast<std::size_t>(t)].last_use = step;
+    }
+    const shape_result r = Layer::infer(in);
+    if (r.error != shape_error::none) fail(to_graph_error(r.error));
+    g.tensors[static_cast<std::size_t>(next_tensor)] = {r.output, step, step};
+    current = next_tensor++;
+  }
+
+  template <class Layer>
+  constexpr void add_layer() {
     layer_node& node = g.layers[static_cast<std::size_t>(step)];
     node.role = Layer::role;
-    if constexpr (Layer::role == layer_role::tap) {
-      if (find(Layer::name) >= 0 || Layer::name.empty()) fail(graph_error::duplicate_tap);
-      constexpr bool keeps_alive = requires { requires Layer::keeps_alive; };
-      if (keeps_alive && current == 0) fail(graph_error::output_of_network_input);
-      taps[tap_count++] = {Layer::name, current, keeps_alive};
-    } else if constexpr (Layer::role == layer_role::from) {
-      const int t = find(Layer::name);
-      if (t < 0)
-        fail(graph_error::unknown_tap);
-      else
-        current = t;
-    } else {
-      constexpr std::size_t arity = Layer::inputs.size();
-      static_assert(arity <= max_layer_inputs, "mosaiq::network: a layer reads more than max_layer_inputs tensors");
-      std::array<shape, arity> in{};
-      node.input_count = static_cast<int>(arity);
-      for (std::size_t k = 0; k < arity; ++k) {
-        int t = find(Layer::inputs[k]);
-        if (t < 0) {
-          fail(graph_error::unknown_tap);
-          t = current;
-        }
-        node.inputs[k] = t;
-        in[k] = g.tensors[static_cast<std::size_t>(t)].dims;
-        g.tensors[static_cast<std::size_t>(t)].last_use = step;
-      }
-      const shape_result r = Layer::infer(in);
-      if (r.error != shape_error::none) fail(to_graph_error(r.error));
-      g.tensors[static_cast<std::size_t>(next_tensor)] = {r.output, step, step};
-      current = next_tensor++;
-    }
+    if constexpr (Layer::role == layer_role::tap)
+      add_tap<Layer>();
+    else if constexpr (Layer::role == layer_role::from)
+      select_tapped<Layer>();
+    else
+      add_op<Layer>(node);
     node.output = current;
     node.dims = g.tensors[static_cast<std::size_t>(current)].dims;
     ++step;
-  };
-  detail::for_each_type<Layers...>(visit);
-  // Output layers' tensors outlive every layer, so the plan never reuses their memory.
-  for (std::size_t i = 0; i < tap_count; ++i)
-    if (taps[i].output) g.tensors[static_cast<std::size_t>(taps[i].tensor)].last_use = int(sizeof...(Layers));
-  if (g.layers.back().role != layer_role::op) {
-    step = static_cast<int>(sizeof...(Layers)) - 1;
-    fail(graph_error::last_layer_not_op);
   }
-  return g;
+
+  /// After the last layer: output layers' tensors outlive every layer (the plan never reuses their memory), and the
+  /// last layer must make the network's output.
+  constexpr void finish() {
+    for (std::size_t i = 0; i < g.name_count; ++i)
+      if (g.names[i].output) g.tensors[static_cast<std::size_t>(g.names[i].tensor)].last_use = int(LayerCount);
+    if (g.layers.back().role != layer_role::op) {
+      step = static_cast<int>(LayerCount) - 1;
+      fail(graph_error::last_layer_not_op);
+    }
+  }
+};
+
+/// Walks the layer list once: resolves tap names, infers shapes, records liveness (graph_builder).
+template <class Input, class... Layers>
+constexpr auto analyze() {
+  constexpr std::size_t tensor_count = 1 + (op_count<Layers>() + ... + 0);
+  graph_builder<sizeof...(Layers), tensor_count> builder;
+  builder.g.tensors[0] = {Input::dims, -1, -1};
+  detail::for_each_type<Layers...>([&]<class L>(std::type_identity<L>) { builder.template add_layer<L>(); });
+  builder.finish();
+  return builder.g;
 }
 
 /// A layer as a plan runs it: pointwise and conv2d layers whose config sets no GEMM block bound take
@@ -428,7 +455,8 @@ class network {
   // bands, so a thread reads rows it wrote itself or rows made before the run; the bytes are layer by
   // layer's. The memory plan keeps every buffer a run touches alive over the whole run (a thread ahead
   // never writes where a slower one still reads) and gives the run one workspace, a slice per thread.
-  // Networks planned for one thread (max_threads 1) have none, and plan exactly as before.
+  // That costs memory, so a run is kept only where it does not raise the plan's peak live bytes
+  // (active_row_runs). Networks planned for one thread (max_threads 1) have none, and plan exactly as before.
 
   /// Layers [first, last] of a row run; first == -1: none.
   struct row_run {
@@ -457,10 +485,13 @@ class network {
   (std::make_index_sequence<layer_count>{});
 
  public:
-  /// The row run of every layer (tap and from layers inside a run belong to it), before band chains
-  /// (a run with a layer in a chain does not run as a run: active_row_runs).
-  static constexpr std::array<row_run, layer_count> row_runs = [] {
-    std::array<row_run, layer_count> runs{};
+  /// Row runs by layer (tap and from layers inside a run belong to it).
+  using run_table = std::array<row_run, layer_count>;
+
+  /// The row run each layer could join, from the shapes alone: the candidates (active_row_runs: those the
+  /// plan runs, beside its band chains and within its peak live bytes).
+  static constexpr run_table row_runs = [] {
+    run_table runs{};
     if (max_threads <= 1) return runs;
     for (int a = 0; a < int(layer_count); ++a) {
       const layer_node& first = topology.layers[std::size_t(a)];
@@ -495,7 +526,7 @@ class network {
   /// work (every layer's multiply-accumulates and output elements).
   template <std::size_t First>
   static constexpr int row_run_bands(int threads) noexcept {
-    constexpr row_run run = row_runs[First];
+    constexpr row_run run = active_row_runs[First];
     constexpr std::uint64_t work = [] {
       std::uint64_t sum = 0;
       for (int l = run.first; l <= run.last; ++l)
@@ -719,31 +750,35 @@ class network {
     return r;
   }
 
-  /// Buffers and lifetimes for a plan: layer by layer, or with chains whose inner maps are windows.
-  static constexpr buffer_layout make_layout(const chain_plan& plan) {
+  static constexpr bool is_arena_tensor(int t) noexcept { return t > 0 && t < int(output_tensor); }
+
+  /// The input tensor t is written over in place (it takes that input's buffer), -1: a buffer of its own. The
+  /// input must die at t's layer and have t's shape. In a row run `run` (not at its first layer) never over a
+  /// map made before the run: the run's first layer may still read its rows around another thread's band.
+  static constexpr int in_place_source(const chain_plan& plan, int t, row_run run) {
+    const tensor_node& tensor = topology.tensors[std::size_t(t)];
+    if (!layer_in_place[std::size_t(tensor.producer)] || plan.chain_of(tensor.producer) >= 0) return -1;
+    const layer_node& producer = topology.layers[std::size_t(tensor.producer)];
+    for (int k = 0; k < producer.input_count; ++k) {
+      const int source = producer.inputs[std::size_t(k)];
+      const tensor_node& read = topology.tensors[std::size_t(source)];
+      const bool run_safe = !run.active() || tensor.producer == run.first || read.producer >= run.first;
+      if (is_arena_tensor(source) && read.last_use == tensor.producer && read.dims == tensor.dims && run_safe)
+        return source;
+    }
+    return -1;
+  }
+
+  /// Buffers and lifetimes for a plan (layer by layer, or with chains whose inner maps are windows) and the
+  /// row runs beside its chains (runs_beside).
+  static constexpr buffer_layout make_layout(const chain_plan& plan, const run_table& runs) {
     buffer_layout b;
     b.buffer_of.fill(-1);
     const auto in_chain = [&](int layer) { return plan.chain_of(layer) >= 0; };
-    const auto is_arena_tensor = [](int t) { return t > 0 && t < int(output_tensor); };
-    const auto run_of = [&](int layer) { return row_run_in(plan, layer); };
+    const auto run_of = [&](int layer) { return runs[std::size_t(layer)]; };
     for (int t = 1; t < int(output_tensor); ++t) {
-      const tensor_node& tensor = topology.tensors[std::size_t(t)];
-      const layer_node& producer = topology.layers[std::size_t(tensor.producer)];
-      const row_run run = run_of(tensor.producer);
-      b.buffer_of[std::size_t(t)] = t;
-      if (layer_in_place[std::size_t(tensor.producer)] && !in_chain(tensor.producer)) {
-        for (int k = 0; k < producer.input_count; ++k) {
-          const int source = producer.inputs[std::size_t(k)];
-          const tensor_node& read = topology.tensors[std::size_t(source)];
-          // Inside a row run, not over a map made before the run: the run's first layer may still read
-          // its rows around another thread's band.
-          const bool run_safe = !run.active() || tensor.producer == run.first || read.producer >= run.first;
-          if (is_arena_tensor(source) && read.last_use == tensor.producer && read.dims == tensor.dims && run_safe) {
-            b.buffer_of[std::size_t(t)] = b.buffer_of[std::size_t(source)];
-            break;
-          }
-        }
-      }
+      const int source = in_place_source(plan, t, run_of(topology.tensors[std::size_t(t)].producer));
+      b.buffer_of[std::size_t(t)] = source < 0 ? t : b.buffer_of[std::size_t(source)];
       live_range& r = b.ranges[std::size_t(b.buffer_of[std::size_t(t)])];
       const live_range mine = tensor_range(plan, t);
       if (r.bytes == 0) r.first = mine.first;
@@ -774,6 +809,7 @@ class network {
   }
 
   static constexpr chain_plan layer_by_layer{};
+  static constexpr run_table no_row_runs{};
 
   template <std::size_t I>
   static constexpr bool splits_step(int threads) noexcept {
@@ -785,13 +821,16 @@ class network {
       return layer_bands<I>(threads) > 1;
   }
 
-  /// Layer l's row run in a plan: none where any layer of the run is in a band chain.
-  static constexpr row_run row_run_in(const chain_plan& plan, int l) {
-    const row_run run = row_runs[std::size_t(l)];
-    if (!run.active()) return run;
-    for (int i = run.first; i <= run.last; ++i)
-      if (plan.chain_of(i) >= 0) return {};
-    return run;
+  /// The row runs a plan can run: row_runs less those with a layer in one of its band chains.
+  static constexpr run_table runs_beside(const chain_plan& plan) {
+    run_table runs{};
+    for (int l = 0; l < int(layer_count); ++l) {
+      const row_run run = row_runs[std::size_t(l)];
+      bool beside = run.active();
+      for (int i = run.first; beside && i <= run.last; ++i) beside = plan.chain_of(i) < 0;
+      if (beside) runs[std::size_t(l)] = run;
+    }
+    return runs;
   }
 
   /// Bytes a chain writes (its layers' outputs), the base of the overhead figure.
@@ -860,7 +899,7 @@ class network {
     std::size_t peak = 0;
   };
   static constexpr step_peaks peaks_of(const chain_plan& plan) {
-    const std::array<std::size_t, step_count> live = live_bytes(make_layout(plan), 0, int(step_count) - 1);
+    const std::array<std::size_t, step_count> live = live_bytes(make_layout(plan, no_row_runs), 0, int(step_count) - 1);
     step_peaks p;
     for (std::size_t step = 0; step < step_count; ++step) p.before[step + 1] = std::max(p.before[step], live[step]);
     for (std::size_t step = step_count; step-- > 0;) p.after[step] = std::max(p.after[step + 1], live[step]);
@@ -871,7 +910,7 @@ class network {
   /// Peak live bytes of `plan` with chain `c` added, from `plan`'s peaks_of(): the steps of c alone re-counted.
   static constexpr std::size_t peak_with(const chain_plan& plan, const step_peaks& outside, const chain_choice& c) {
     const int first = c.schedule.first, last = c.schedule.last;
-    const std::array<std::size_t, step_count> inside = live_bytes(make_layout(plan.with(c)), first, last);
+    const std::array<std::size_t, step_count> inside = live_bytes(make_layout(plan.with(c), no_row_runs), first, last);
     std::size_t peak = std::max(outside.before[std::size_t(first)], outside.after[std::size_t(last + 1)]);
     for (int step = first; step <= last; ++step) peak = std::max(peak, inside[std::size_t(step)]);
     return peak;
@@ -1028,17 +1067,92 @@ class network {
     }
   }
 
+  /// The row runs a plan runs and its peak live bytes without them.
+  struct run_choice {
+    run_table runs{};
+    std::size_t peak_without_runs = 0;  ///< 0: no candidate, the plan is the same without runs
+  };
+
+  /// Aligned bytes of a plan's tensor buffers by step, as prefix sums over the tensors' lifetimes (tensor_range):
+  /// born[s] of those born before step s, died[s] of those dead before step s. The tensors alive at some step of
+  /// [first, last] hold born[last + 1] - died[first].
+  struct tensor_step_sums {
+    std::array<std::size_t, step_count + 1> born{}, died{};
+  };
+  static constexpr tensor_step_sums tensor_sums(const chain_plan& plan) {
+    std::array<std::size_t, step_count> born_at{}, dying_at{};
+    for (int t = 1; t < int(output_tensor); ++t) {
+      const live_range r = tensor_range(plan, t);
+      born_at[std::size_t(r.first)] += align_up(r.bytes);
+      dying_at[std::size_t(r.last)] += align_up(r.bytes);
+    }
+    tensor_step_sums sums;
+    for (std::size_t step = 0; step < step_count; ++step) {
+      sums.born[step + 1] = sums.born[step] + born_at[step];
+      sums.died[step + 1] = sums.died[step] + dying_at[step];
+    }
+    return sums;
+  }
+
+  /// Live bytes at every step of row run `run` in `plan` (the same at each: every buffer a step touches lives over
+  /// the whole run, and every layer's workspace is the run's): the tensors alive at one of its steps, less those
+  /// written in place over an input alive there too (one buffer for both), and the run's workspace. Layers outside
+  /// the run and band chains have no buffer of their own over its steps. Linear in the run's length.
+  static constexpr std::size_t run_live_bytes(const chain_plan& plan, const tensor_step_sums& sums, row_run run) {
+    std::size_t bytes = sums.born[std::size_t(run.last + 1)] - sums.died[std::size_t(run.first)];
+    for (int l = run.first; l <= run.last; ++l) {
+      const int t = topology.layers[std::size_t(l)].output;
+      if (topology.layers[std::size_t(l)].role == layer_role::op && is_arena_tensor(t) &&
+          in_place_source(plan, t, run) >= 0)
+        bytes -= align_up(tensor_range(plan, t).bytes);
+    }
+    return bytes + align_up(row_run_workspace(run).bytes);
+  }
+
+  /// The runs beside the plan's chains that keep its peak live bytes. A run keeps every buffer that one of its
+  /// steps touches alive over all its steps and gives its layers one workspace, so its steps hold more live
+  /// bytes than layer by layer; a run joins only where they stay within the busiest step of the plan without
+  /// runs. Where a candidate does not, its longest pieces that do run (from its first op layer on, greedily).
+  /// A run changes the live bytes of its own steps only (the lifetimes it stretches and the in-place decisions it
+  /// changes are inside it; the buffers of one in-place sequence have one size), so each is decided alone.
+  static constexpr run_choice choose_row_runs(const chain_plan& plan) {
+    run_choice choice;
+    const run_table candidates = runs_beside(plan);
+    if (std::ranges::none_of(candidates, [](const row_run& r) { return r.active(); })) return choice;
+    const std::array<std::size_t, step_count> without =
+        live_bytes(make_layout(plan, no_row_runs), 0, int(step_count) - 1);
+    choice.peak_without_runs = *std::ranges::max_element(without);
+    const tensor_step_sums sums = tensor_sums(plan);
+    const auto is_op = [](int l) { return topology.layers[std::size_t(l)].role == layer_role::op; };
+    const auto fits = [&](row_run run) { return run_live_bytes(plan, sums, run) <= choice.peak_without_runs; };
+    for (int l = 0; l < int(layer_count); ++l) {
+      const row_run candidate = candidates[std::size_t(l)];
+      if (!candidate.active() || candidate.first != l) continue;
+      for (int first = candidate.first; first < candidate.last; ++first) {
+        if (!is_op(first)) continue;
+        // The live bytes only grow with the run's length (each step adds tensors and workspace).
+        int last = -1;
+        for (int end = first + 1; end <= candidate.last && (!is_op(end) || fits({first, end})); ++end)
+          if (is_op(end)) last = end;
+        if (last < 0) continue;
+        for (int i = first; i <= last; ++i) choice.runs[std::size_t(i)] = {first, last};
+        first = last;
+      }
+    }
+    return choice;
+  }
+
   static constexpr chain_plan chains = choose_chains();
-  static constexpr buffer_layout layout = make_layout(chains);
+  static constexpr run_choice row_run_choice = choose_row_runs(chains);
 
  public:
-  /// The row runs the plan runs (row_runs without those that meet a band chain), by layer.
-  static constexpr std::array<row_run, layer_count> active_row_runs = [] {
-    std::array<row_run, layer_count> runs{};
-    for (int l = 0; l < int(layer_count); ++l) runs[std::size_t(l)] = row_run_in(chains, l);
-    return runs;
-  }();
+  /// The row runs the plan runs (row_runs beside its band chains and within its peak live bytes), by layer.
+  static constexpr run_table active_row_runs = row_run_choice.runs;
 
+ private:
+  static constexpr buffer_layout layout = make_layout(chains, active_row_runs);
+
+ public:
   /// parallel_for calls (one barrier each) of a run() on `threads` threads outside band chains: layers
   /// and row runs in more than one band.
   static constexpr int parallel_steps(int threads) noexcept {
@@ -1092,6 +1206,13 @@ class network {
 
   static constexpr std::size_t arena_bytes = memory.arena_bytes;
   static constexpr std::size_t peak_live_bytes = memory.peak_live_bytes;
+  /// Peak live bytes of the same plan with every layer a step of its own (no row runs): the runs keep within it.
+  static constexpr std::size_t peak_live_bytes_without_runs =
+      row_run_choice.peak_without_runs == 0 ? peak_live_bytes : row_run_choice.peak_without_runs;
+  static_assert(peak_live_bytes <= peak_live_bytes_without_runs, "mosaiq::network: the row runs raised the peak");
+  /// The arena of the same plan without row runs.
+  static constexpr std::size_t arena_bytes_without_runs =
+      plan_memory(make_layout(chains, no_row_runs).ranges).arena_bytes;
   /// peak_live_bytes / arena_bytes: 1 is the best any plan can do.
   static constexpr double plan_efficiency =
       arena_bytes == 0 ? 1.0 : static_cast<double>(peak_live_bytes) / static_cast<double>(arena_bytes);
