@@ -352,9 +352,26 @@ class kernel {
     for (int c0 = 0; c0 < channels; c0 += max_channel_block) {
       const int block = std::min(channels - c0, max_channel_block);
       const bool contiguous_in = in_pixel == block;  // the columns' channels [c0, c0 + block) are one run
+      const int max_span = row_floats / block;       // input columns a chunk may read
+      const int chunk_limit = flat ? max_elements / block : max_columns;
       for (int x_begin = 0; x_begin < out.width();) {
-        const auto [first, span, count] =
-            plan_chunk(x_begin, out.width(), in.width(), scale_x, mode, block, flat, columns, table);
+        // The chunk: output columns [x_begin, x_end) reading input columns [first, last].
+        const reference::detail::float_tap head = reference::detail::float_axis_tap(x_begin, scale_x, mode, in.width());
+        const int first = head.lower;
+        int last = first, count = 0;
+        for (int x = x_begin; x < out.width() && count < chunk_limit; ++x) {
+          const reference::detail::float_tap t =
+              x == x_begin ? head : reference::detail::float_axis_tap(x, scale_x, mode, in.width());
+          if (t.upper - first + 1 > max_span) break;
+          last = std::max(last, t.upper);
+          const column col{(t.lower - first) * block, (t.upper - first) * block, t.lower_weight, t.upper_weight};
+          if (flat)
+            table.set(count++, col, block);
+          else
+            columns[count++] = col;
+        }
+        const int span = last - first + 1;
+        if (flat) table.finish(count, block);
         for (int n = 0; n < out.batch(); ++n) {
           for (int y = band.first; y < band.last; ++y) {
             const reference::detail::float_tap ty =
@@ -380,36 +397,6 @@ class kernel {
         x_begin += count;
       }
     }
-  }
-
-  /// Output columns [x_begin, x_begin + count) reading input columns [first, first + span), of `block` channels.
-  struct chunk {
-    int first = 0, span = 0, count = 0;
-  };
-
-  /// The chunk from output column x_begin: as many columns as the tables hold (`columns`, or `table` when `flat`)
-  /// whose inputs fit one float row segment; fills the tables with their offsets and weights.
-  [[gnu::always_inline]] static chunk plan_chunk(int x_begin, int out_width, int in_width, float scale_x,
-                                                 resize_mode mode, int block, bool flat, column* columns,
-                                                 flat_table<lanes>& table) noexcept {
-    const int max_span = row_floats / block;  // input columns a chunk may read
-    const int chunk_limit = flat ? max_elements / block : max_columns;
-    const reference::detail::float_tap head = reference::detail::float_axis_tap(x_begin, scale_x, mode, in_width);
-    const int first = head.lower;
-    int last = first, count = 0;
-    for (int x = x_begin; x < out_width && count < chunk_limit; ++x) {
-      const reference::detail::float_tap t =
-          x == x_begin ? head : reference::detail::float_axis_tap(x, scale_x, mode, in_width);
-      if (t.upper - first + 1 > max_span) break;
-      last = std::max(last, t.upper);
-      const column col{(t.lower - first) * block, (t.upper - first) * block, t.lower_weight, t.upper_weight};
-      if (flat)
-        table.set(count++, col, block);
-      else
-        columns[count++] = col;
-    }
-    if (flat) table.finish(count, block);
-    return {first, last - first + 1, count};
   }
 
   /// Few channels: vectors along the flattened output row, inputs gathered through the chunk's index tables.
