@@ -490,105 +490,73 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
     const layout l = layout_for(channels_, image_pixels);
     auto* const packed = reinterpret_cast<input_type*>(base + l.input);
     auto* const pixel_offsets = reinterpret_cast<std::int32_t*>(base + l.offsets);
-    kernels::pw::tile_job job = tile_job_for(l, packed, pixel_offsets, out_stride);
-    const std::uint8_t* const direct = direct_input(rows, job);
+    const int padded = static_cast<int>(l.row_elements);
+
+    kernels::pw::tile_job job{.input = packed,
+                              .input_stride = static_cast<std::ptrdiff_t>(l.row_elements),
+                              .k_groups = l.k_groups,
+                              .weights = nullptr,
+                              .bias = nullptr,
+                              .multiplier = nullptr,
+                              .left_shift = nullptr,
+                              .right_shift = nullptr,
+                              .pixel_offset = pixel_offsets,
+                              .split = split_weights_,
+                              .output_zero_point = output_zero_point_,
+                              .clamp_min = clamp_.min,
+                              .clamp_max = clamp_.max,
+                              .out = nullptr,
+                              .out_stride = out_stride,
+                              .valid_channels = 0};
+    // Input pixels the tile can read as they are (bytes it wants, whole k groups; split-weight sums
+    // where the path computes them from rows in place): skip the packed copy, which took 2.4% of a
+    // 28x28x256 layer.
+    const std::uint8_t* direct = nullptr;
+    if constexpr (std::same_as<Rows, detail::pw::pixel_rows> && std::same_as<input_type, std::uint8_t> && flip == 0) {
+      if ((!split_weights_ || sums_in_place) && rows.channels % kernels::pw::group == 0) {
+        direct = rows.base;
+        job.input_stride = rows.stride;
+      }
+    }
     // Without split weights every pixel offset is 0 (the VNNI tile skips them; the others add them).
     if (!split_weights_) std::fill_n(pixel_offsets, l.block_pixels, 0);
     for (std::ptrdiff_t p0 = 0; p0 < pixels; p0 += l.block_pixels) {
       const int block_pixels = static_cast<int>(std::min<std::ptrdiff_t>(l.block_pixels, pixels - p0));
       if (direct) {
         job.input = direct + p0 * job.input_stride;
-        sum_rows_in_place(rows, direct + p0 * job.input_stride, job.input_stride, block_pixels, pixel_offsets);
+        if constexpr (sums_in_place) {
+          if (split_weights_)
+            detail::pw::row_sums<path>(direct + p0 * job.input_stride, job.input_stride, rows.channels, block_pixels,
+                                       split_factor_, pixel_offsets);
+        }
+      } else if (split_weights_) {
+        rows.template pack<path, true>(p0, block_pixels, packed, padded, flip, pixel_offsets, split_factor_);
       } else {
-        pack_block(rows, p0, block_pixels, packed, static_cast<int>(l.row_elements), pixel_offsets);
+        rows.template pack<path, false>(p0, block_pixels, packed, padded, flip, pixel_offsets, 0);
       }
-      run_block(job, destination + p0 * out_stride, block_pixels);
-    }
-  }
-
-  // The tile job of a run over packed rows (the caller sets its input where rows are read in place; the channel
-  // loop its weights, requantization and output).
-  [[gnu::always_inline]] kernels::pw::tile_job tile_job_for(const layout& l, const input_type* packed,
-                                                            const std::int32_t* pixel_offsets,
-                                                            std::ptrdiff_t out_stride) const noexcept {
-    return {.input = packed,
-            .input_stride = static_cast<std::ptrdiff_t>(l.row_elements),
-            .k_groups = l.k_groups,
-            .weights = nullptr,
-            .bias = nullptr,
-            .multiplier = nullptr,
-            .left_shift = nullptr,
-            .right_shift = nullptr,
-            .pixel_offset = pixel_offsets,
-            .split = split_weights_,
-            .output_zero_point = output_zero_point_,
-            .clamp_min = clamp_.min,
-            .clamp_max = clamp_.max,
-            .out = nullptr,
-            .out_stride = out_stride,
-            .valid_channels = 0};
-  }
-
-  // The input pixels if the tile can read them as they are (bytes it wants, whole k groups; split-weight sums where
-  // the path computes them from rows in place), with the job's input stride set to theirs; null where rows are packed.
-  // Skipping the packed copy saves 2.4% of a 28x28x256 layer.
-  template <class Rows>
-  [[gnu::always_inline]] const std::uint8_t* direct_input(const Rows& rows, kernels::pw::tile_job& job) const noexcept {
-    if constexpr (std::same_as<Rows, detail::pw::pixel_rows> && std::same_as<input_type, std::uint8_t> && flip == 0) {
-      if ((!split_weights_ || sums_in_place) && rows.channels % kernels::pw::group == 0) {
-        job.input_stride = rows.stride;
-        return rows.base;
+      T* const block_out = destination + p0 * out_stride;
+      // An explicit switch: dispatching through a generic lambda doubled the time of the 1x1
+      // layers (GCC 12 then reloads the job's fields around every tile).
+      if constexpr (lane_epilogues) {
+        switch (requant_) {
+          case lane_requant::lanes_folded:
+            run_channel_tiles<lane_requant::lanes_folded>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes_folded_sign_free:
+            run_channel_tiles<lane_requant::lanes_folded_sign_free>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes:
+            run_channel_tiles<lane_requant::lanes>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes_left:
+            run_channel_tiles<lane_requant::lanes_left>(job, block_out, block_pixels);
+            break;
+          default:
+            run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
+        }
+      } else {
+        run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
       }
-    }
-    (void)rows, (void)job;
-    return nullptr;
-  }
-
-  // Split weights' pixel offsets of a block read in place (the path sums its rows; no packed copy).
-  template <class Rows>
-  [[gnu::always_inline]] void sum_rows_in_place(const Rows& rows, const std::uint8_t* block, std::ptrdiff_t stride,
-                                                int block_pixels, std::int32_t* pixel_offsets) const noexcept {
-    if constexpr (sums_in_place) {
-      if (split_weights_)
-        detail::pw::row_sums<path>(block, stride, rows.channels, block_pixels, split_factor_, pixel_offsets);
-    }
-    (void)rows, (void)block, (void)stride, (void)block_pixels, (void)pixel_offsets;
-  }
-
-  // Packs block p0's rows (and their split-weight pixel offsets) into the workspace.
-  template <class Rows>
-  [[gnu::always_inline]] void pack_block(const Rows& rows, std::ptrdiff_t p0, int block_pixels, input_type* packed,
-                                         int padded, std::int32_t* pixel_offsets) const noexcept {
-    if (split_weights_)
-      rows.template pack<path, true>(p0, block_pixels, packed, padded, flip, pixel_offsets, split_factor_);
-    else
-      rows.template pack<path, false>(p0, block_pixels, packed, padded, flip, pixel_offsets, 0);
-  }
-
-  // Every channel tile of one pixel block, with the epilogue chosen at load.
-  // An explicit switch: dispatching through a generic lambda doubled the time of the 1x1
-  // layers (GCC 12 then reloads the job's fields around every tile).
-  [[gnu::always_inline]] void run_block(const kernels::pw::tile_job& job, T* block_out,
-                                        int block_pixels) const noexcept {
-    if constexpr (lane_epilogues) {
-      switch (requant_) {
-        case lane_requant::lanes_folded:
-          run_channel_tiles<lane_requant::lanes_folded>(job, block_out, block_pixels);
-          break;
-        case lane_requant::lanes_folded_sign_free:
-          run_channel_tiles<lane_requant::lanes_folded_sign_free>(job, block_out, block_pixels);
-          break;
-        case lane_requant::lanes:
-          run_channel_tiles<lane_requant::lanes>(job, block_out, block_pixels);
-          break;
-        case lane_requant::lanes_left:
-          run_channel_tiles<lane_requant::lanes_left>(job, block_out, block_pixels);
-          break;
-        default:
-          run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
-      }
-    } else {
-      run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
     }
   }
 
