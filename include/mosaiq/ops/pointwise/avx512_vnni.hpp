@@ -187,20 +187,9 @@ struct vnni_path {
 
   template <int MR, int NB, rounding R, class T, requant_epilogue Q = requant_epilogue::general>
   static void tile(const tile_job& job) noexcept {
-    __m512i acc[MR][NB];
-    accumulate<MR, NB>(job, acc);
-    const __m512i zp = _mm512_set1_epi32(job.output_zero_point), lo = _mm512_set1_epi32(job.clamp_min),
-                  hi = _mm512_set1_epi32(job.clamp_max);
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; ++b) store_block<MR, NB, R, T, Q>(job, b, acc, zp, lo, hi);
-  }
-
-  // The tile's accumulators: the folded bias (plus split weights' pixel offsets), then one vpdpbusd per pixel,
-  // block and k group.
-  template <int MR, int NB>
-  [[gnu::always_inline]] static void accumulate(const tile_job& job, __m512i (&acc)[MR][NB]) noexcept {
     const auto* a = static_cast<const input_type*>(job.input);
     const auto* w = static_cast<const weight_type*>(job.weights);
+    __m512i acc[MR][NB];
 #pragma GCC unroll 8
     for (int b = 0; b < NB; ++b) {
       const __m512i bias = _mm512_loadu_si512(job.bias + b * block);
@@ -219,43 +208,42 @@ struct vnni_path {
         for (int b = 0; b < NB; ++b) simd::avx512::dot_accumulate(acc[p][b], x, wv[b]);
       }
     }
-  }
-
-  // Block b of every pixel requantized (epilogue Q) and stored, the channel tail masked.
-  template <int MR, int NB, rounding R, class T, requant_epilogue Q>
-  [[gnu::always_inline]] static void store_block(const tile_job& job, int b, const __m512i (&acc)[MR][NB], __m512i zp,
-                                                 __m512i lo, __m512i hi) noexcept {
+    const __m512i zp = _mm512_set1_epi32(job.output_zero_point), lo = _mm512_set1_epi32(job.clamp_min),
+                  hi = _mm512_set1_epi32(job.clamp_max);
     T* out = static_cast<T*>(job.out);
-    const int valid = job.valid_channels - b * block;
-    const __mmask16 store_mask = valid >= block ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1u);
-    if constexpr (Q == requant_epilogue::general) {
-      const __m512i multiplier = _mm512_loadu_si512(job.multiplier + b * block),
-                    left = _mm512_loadu_si512(job.left_shift + b * block),
-                    right = _mm512_loadu_si512(job.right_shift + b * block);
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; ++b) {
+      const int valid = job.valid_channels - b * block;
+      const __mmask16 store_mask = valid >= block ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << valid) - 1u);
+      if constexpr (Q == requant_epilogue::general) {
+        const __m512i multiplier = _mm512_loadu_si512(job.multiplier + b * block),
+                      left = _mm512_loadu_si512(job.left_shift + b * block),
+                      right = _mm512_loadu_si512(job.right_shift + b * block);
 #pragma GCC unroll 16
-      for (int p = 0; p < MR; ++p) {
-        const __m512i v = simd::avx512::requantize_epi32<R>(acc[p][b], multiplier, left, right, zp, lo, hi);
-        _mm_mask_storeu_epi8(out + p * job.out_stride + b * block, store_mask, _mm512_cvtepi32_epi8(v));
-      }
-    } else {
-      const auto& lanes = static_cast<const simd::avx512::requant_lanes*>(job.lanes)[b];
-      // Read once per block, before the stores: the compiler cannot keep constants it reads after
-      // each (possibly aliasing) byte store in registers, and reloaded them for every vector.
-      const lane_vectors<Q> constants = lane_vectors<Q>::read(lanes);
+        for (int p = 0; p < MR; ++p) {
+          const __m512i v = simd::avx512::requantize_epi32<R>(acc[p][b], multiplier, left, right, zp, lo, hi);
+          _mm_mask_storeu_epi8(out + p * job.out_stride + b * block, store_mask, _mm512_cvtepi32_epi8(v));
+        }
+      } else {
+        const auto& lanes = static_cast<const simd::avx512::requant_lanes*>(job.lanes)[b];
+        // Read once per block, before the stores: the compiler cannot keep constants it reads after
+        // each (possibly aliasing) byte store in registers, and reloaded them for every vector.
+        const lane_vectors<Q> constants = lane_vectors<Q>::read(lanes);
 #pragma GCC unroll 16
-      for (int p = 0; p < MR; ++p) {
-        T* const to = out + p * job.out_stride + b * block;
-        if constexpr (folds_zero_point(Q)) {
-          // Zero point in the offsets, no activation clamp: saturating narrowing is the clamp.
-          const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc[p][b], constants);
-          if constexpr (std::same_as<T, i8>)
-            _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
-          else
-            _mm512_mask_cvtusepi32_storeu_epi8(to, store_mask, _mm512_max_epi32(v, _mm512_setzero_si512()));
-        } else {
-          __m512i v = _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier(acc[p][b], constants), zp);
-          v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
-          _mm_mask_storeu_epi8(to, store_mask, _mm512_cvtepi32_epi8(v));
+        for (int p = 0; p < MR; ++p) {
+          T* const to = out + p * job.out_stride + b * block;
+          if constexpr (folds_zero_point(Q)) {
+            // Zero point in the offsets, no activation clamp: saturating narrowing is the clamp.
+            const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc[p][b], constants);
+            if constexpr (std::same_as<T, i8>)
+              _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
+            else
+              _mm512_mask_cvtusepi32_storeu_epi8(to, store_mask, _mm512_max_epi32(v, _mm512_setzero_si512()));
+          } else {
+            __m512i v = _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier(acc[p][b], constants), zp);
+            v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+            _mm_mask_storeu_epi8(to, store_mask, _mm512_cvtepi32_epi8(v));
+          }
         }
       }
     }
@@ -295,12 +283,15 @@ struct narrow_job {
   std::ptrdiff_t out_stride;  // elements between output pixels
 };
 
-/// The accumulators of narrow_tile: bias, split-weight pixel offsets (packed or summed here) and the k groups' dot
-/// products, 16 pixels of one channel per vector.
-template <int NC, class T, bool Full>
-[[gnu::always_inline]] inline void narrow_accumulate(const narrow_job& job, int pixels, __mmask16 valid,
-                                                     __m512i (&acc)[NC]) noexcept {
+/// 16 pixels (Full), else 1..15 (`pixels`) of a layer of NC <= 4 output channels; see narrow_job.
+/// The weights are zero-padded to whole chunks of 4 k groups (the last chunk's missing groups
+/// multiply zero bytes with zero weights: no branch in the loop).
+template <int NC, rounding R, class T, requant_epilogue Q, bool Full>
+[[gnu::always_inline]] inline void narrow_tile(const narrow_job& job, int pixels) noexcept {
+  static_assert(NC >= 1 && NC <= 4);
+  const __mmask16 valid = pixels >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << pixels) - 1u);
   const bool sum_here = job.split && job.in_place;
+  __m512i acc[NC];
   const __m512i offsets =
       job.split && !job.in_place ? _mm512_maskz_loadu_epi32(valid, job.pixel_offset) : _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -336,14 +327,9 @@ template <int NC, class T, bool Full>
 #pragma GCC unroll 4
     for (int c = 0; c < NC; ++c) acc[c] = _mm512_add_epi32(acc[c], pixel_offsets);
   }
-}
-
-/// narrow_tile's epilogue: the channels requantized with their constants replicated over the lanes, channel c's
-/// byte in byte c of each pixel's dword.
-template <int NC, rounding R, requant_epilogue Q>
-[[gnu::always_inline]] inline __m512i narrow_requantize(const narrow_job& job, const __m512i (&acc)[NC]) noexcept {
   const __m512i zp = _mm512_set1_epi32(job.output_zero_point), lo = _mm512_set1_epi32(job.clamp_min),
                 hi = _mm512_set1_epi32(job.clamp_max);
+  // Channel c's byte goes to byte c of each pixel's dword.
   __m512i bytes = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) {
@@ -360,19 +346,6 @@ template <int NC, rounding R, requant_epilogue Q>
     const __mmask64 byte_c = __mmask64{0x1111111111111111} << c;
     bytes = c == 0 ? v : _mm512_mask_blend_epi8(byte_c, bytes, _mm512_slli_epi32(v, 8 * c));
   }
-  return bytes;
-}
-
-/// 16 pixels (Full), else 1..15 (`pixels`) of a layer of NC <= 4 output channels; see narrow_job.
-/// The weights are zero-padded to whole chunks of 4 k groups (the last chunk's missing groups
-/// multiply zero bytes with zero weights: no branch in the loop).
-template <int NC, rounding R, class T, requant_epilogue Q, bool Full>
-[[gnu::always_inline]] inline void narrow_tile(const narrow_job& job, int pixels) noexcept {
-  static_assert(NC >= 1 && NC <= 4);
-  const __mmask16 valid = pixels >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << pixels) - 1u);
-  __m512i acc[NC];
-  narrow_accumulate<NC, T, Full>(job, pixels, valid, acc);
-  const __m512i bytes = narrow_requantize<NC, R, Q>(job, acc);
   T* const out = static_cast<T*>(job.out);
   if (job.out_stride == NC && NC != 3) {
     if constexpr (NC == 1) _mm512_mask_cvtepi32_storeu_epi8(out, valid, bytes);
