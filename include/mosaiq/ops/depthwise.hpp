@@ -412,6 +412,19 @@ class depthwise {
     int image_height = 0;
   };
 
+  /// One run's geometry and its workspace carved by layout_for(image): the ring, its tags, the padding pixel and
+  /// row, the expanded row of a depth multiplier, and the strides of the tap-group rows.
+  struct frame {
+    window_geometry geo;
+    layout l;
+    int image_height = 0, out_width = 0, oc = 0, pixels = 0;
+    std::uint8_t *pad_pixel = nullptr, *expanded = nullptr, *pad_row = nullptr, *ring = nullptr;
+    int* tags = nullptr;
+    std::size_t ring_stride = 0;
+    std::uint8_t pad_byte = 0;
+    std::ptrdiff_t column_stride = 0, group_stride = 0;
+  };
+
   // `out` holds output rows `band` only.
   // `resume`: the workspace holds the ring of the previous band's call on the same image (resume_rows_window).
   void run(tensor_view<const T> in, input_window window, tensor_view<T> out, std::span<std::byte> workspace,
@@ -423,119 +436,152 @@ class depthwise {
     const shape expected = output_shape(image);
     const window_geometry geo =
         resolve_window(image.height, image.width, Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
-    // Image rows the band's windows read (clipped to the image) must all be in the view.
+    // The first image row the band's windows read (clipped to the image).
     const int top = std::max(0, band.first * Cfg.stride.h - geo.y.pad_before);
-    const int bottom =
-        std::min(image.height, (band.last - 1) * Cfg.stride.h - geo.y.pad_before + (kh - 1) * Cfg.dilation.h + 1);
-    if (!require(in.channels() == channels_, errc::shape_mismatch,
-                 "depthwise: input channels differ from the weights") ||
-        !require(band.first >= 0 && band.first <= band.last && band.last <= expected.height, errc::invalid_argument,
-                 "depthwise: row band outside the output") ||
-        !require(out.dims() == shape{band.rows(), expected.width, expected.channels}, errc::shape_mismatch,
-                 "depthwise: output extents differ from output_shape(input)") ||
-        !require(band.rows() == 0 || ((resume || window.first <= top) && bottom <= window.first + in.height()),
-                 errc::shape_mismatch, "depthwise: the input window misses rows the band reads") ||
-        !require(out.batch() == in.batch(), errc::shape_mismatch, "depthwise: input and output batch differ") ||
-        !require(workspace.size() >= workspace_bytes(image), errc::invalid_argument,
-                 "depthwise: workspace smaller than workspace_bytes(input)"))
-      return;
+    if (!check_run(in, window, out, workspace, band, resume, image, geo, top)) return;
     if (expected.height == 0 || expected.width == 0 || image.height == 0 || in.width() == 0 || band.rows() == 0) return;
 
-    const layout l = layout_for(image);
-    std::uint8_t* const base = detail::kernel::aligned_workspace(workspace);
-    std::uint8_t* const pad_pixel = base + l.pad_pixel;
-    std::uint8_t* const expanded = base + l.expanded_row;
-    std::uint8_t* const pad_row = base + l.pad_row;
-    std::uint8_t* const ring = base + l.ring;
-    int* const tags = reinterpret_cast<int*>(base + l.tags);
-    const std::size_t ring_stride = detail::kernel::round_up(l.row_bytes, detail::kernel::align);
-    const int oc = expected.channels;
-    const int pixels = detail::dw::pixels_per_job(oc);
-
-    // Padding reads the raw input zero point; the build flips it like every other input byte.
-    std::memset(pad_pixel, static_cast<std::uint8_t>(input_zero_point_), static_cast<std::size_t>(oc));
-    const auto pad_byte = static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip_);
-    const int slots = l.ring_slots.slots;
-    if (l.ring_slots.padding_row) std::memset(pad_row, pad_byte, l.row_bytes);
-
-    const std::ptrdiff_t column_stride =
-        static_cast<std::ptrdiff_t>(groups) * l.padded_channels * detail::dw::group_taps;
-    const std::ptrdiff_t group_stride = static_cast<std::ptrdiff_t>(l.padded_channels) * detail::dw::group_taps;
-
-    // A resumed ring must hold every row the band reads above the window (those the previous band built).
-    if (resume)
-      for (int iy = top; iy < window.first; ++iy)
-        if (!require(tags[ring_slot(iy, l.ring_slots)] == iy, errc::shape_mismatch,
-                     "depthwise: the input window misses rows the band reads (not in the resumed ring)"))
-          return;
+    const frame f = make_frame(image, expected, geo, workspace);
+    if (resume && !check_resumed_ring(f, top, window.first)) return;
     for (int n = 0; n < in.batch(); ++n) {
       if (!resume)
-        for (int r = 0; r < slots; ++r) tags[r] = empty_tag;
-      const auto row_for = [&](int iy) -> const std::uint8_t* {
-        const bool inside = iy >= 0 && iy < image.height;
-        if (!inside && l.ring_slots.padding_row) return pad_row;
-        const int slot = ring_slot(iy, l.ring_slots);
-        std::uint8_t* row = ring + static_cast<std::size_t>(slot) * ring_stride;
-        const int tag = inside ? iy : padding_tag;
-        if (tags[slot] != tag) {
-          if (inside)
-            build_row_flipped(in, n, iy - window.first, row, pad_pixel, expanded, l, geo.x.pad_before);
-          else
-            std::memset(row, pad_byte, l.row_bytes);
-          tags[slot] = tag;
-        }
-        return row;
-      };
+        for (int r = 0; r < f.l.ring_slots.slots; ++r) f.tags[r] = empty_tag;
       // Phase by phase (a single one unless phased), in passes of up to tile_h rows of the phase,
       // phase_count output rows apart.
       for (int phase = 0; phase < phase_count; ++phase)
-        for (int oy0 = band.first + phase; oy0 < band.last; oy0 += tile_h * phase_count) {
-          const int pass_rows = std::min(tile_h, (band.last - oy0 + phase_count - 1) / phase_count);
-          std::array<std::array<const std::uint8_t*, kh>, tile_h> rows{};
-          for (int r = 0; r < pass_rows; ++r)
-            for (int kr = 0; kr < kh; ++kr)
-              rows[r][kr] = row_for((oy0 + r * phase_count) * Cfg.stride.h - geo.y.pad_before + kr * Cfg.dilation.h);
-          const std::ptrdiff_t out_row_stride =
-              pass_rows > 1 ? out.pixel(n, oy0 + phase_count - band.first, 0) - out.pixel(n, oy0 - band.first, 0) : 0;
-          for (int b = 0; b * job_channels < oc; ++b) {
-            const int c0 = b * job_channels;
-            std::array<const std::uint8_t*, tile_h * kh> block_rows{};
-            for (int r = 0; r < pass_rows; ++r)
-              for (int kr = 0; kr < kh; ++kr) block_rows[r * kh + kr] = rows[r][kr] + c0 * detail::dw::group_taps;
-            for (int r = 0; r < pass_rows;) {
-              const kernels::dw::row_job job{
-                  .rows = block_rows.data() + r * kh,
-                  .column_stride = column_stride,
-                  .group_stride = group_stride,
-                  .weights = weights_.data() + static_cast<std::size_t>(b) * kh * groups * job_bytes,
-                  .bias = bias_.data() + c0,
-                  .multiplier = mult_.data() + c0,
-                  .left_shift = left_.data() + c0,
-                  .right_shift = right_.data() + c0,
-                  .requant_lanes = requant_lanes_data(c0),
-                  .requant = requant_,
-                  .output_zero_point = output_zero_point_,
-                  .clamp_min = clamp_.min,
-                  .clamp_max = clamp_.max,
-                  .split_taps = split_taps_.data(),
-                  .out = out.pixel(n, oy0 + r * phase_count - band.first, 0) + c0,
-                  .out_pixel_stride = out.pixel_stride(),
-                  .out_row_stride = out_row_stride,
-                  .valid_channels = std::min(job_channels, oc - c0),
-                  .pixels = pixels,
-                  .pixel_width = job_channels / pixels,
-                  .out_width = expected.width};
-              if (rows_th > 1 && r + rows_th <= pass_rows) {
-                if constexpr (rows_th > 1) run_row_tiles<rows_th, rows_tw>(job, l.out_w, split_weights_);
-                r += rows_th;
-              } else {
-                run_columns(job, l.out_w);
-                ++r;
-              }
-            }
-          }
-        }
+        for (int oy0 = band.first + phase; oy0 < band.last; oy0 += tile_h * phase_count)
+          run_pass(f, in, window.first, out, n, band, oy0);
     }
+  }
+
+  // The run's view, band and workspace checks (the band's windows read image rows [top, bottom)).
+  [[gnu::always_inline]] bool check_run(const tensor_view<const T>& in, input_window window, const tensor_view<T>& out,
+                                        std::span<std::byte> workspace, row_band band, bool resume, shape image,
+                                        const window_geometry& geo, int top) const {
+    const shape expected = output_shape(image);
+    const int bottom =
+        std::min(image.height, (band.last - 1) * Cfg.stride.h - geo.y.pad_before + (kh - 1) * Cfg.dilation.h + 1);
+    return require(in.channels() == channels_, errc::shape_mismatch,
+                   "depthwise: input channels differ from the weights") &&
+           require(band.first >= 0 && band.first <= band.last && band.last <= expected.height, errc::invalid_argument,
+                   "depthwise: row band outside the output") &&
+           require(out.dims() == shape{band.rows(), expected.width, expected.channels}, errc::shape_mismatch,
+                   "depthwise: output extents differ from output_shape(input)") &&
+           require(band.rows() == 0 || ((resume || window.first <= top) && bottom <= window.first + in.height()),
+                   errc::shape_mismatch, "depthwise: the input window misses rows the band reads") &&
+           require(out.batch() == in.batch(), errc::shape_mismatch, "depthwise: input and output batch differ") &&
+           require(workspace.size() >= workspace_bytes(image), errc::invalid_argument,
+                   "depthwise: workspace smaller than workspace_bytes(input)");
+  }
+
+  // Carves the workspace and fills the padding pixel and row (what rows outside the image read).
+  [[gnu::always_inline]] frame make_frame(shape image, shape expected, const window_geometry& geo,
+                                          std::span<std::byte> workspace) const {
+    frame f{.geo = geo, .l = layout_for(image), .image_height = image.height, .out_width = expected.width};
+    std::uint8_t* const base = detail::kernel::aligned_workspace(workspace);
+    f.pad_pixel = base + f.l.pad_pixel;
+    f.expanded = base + f.l.expanded_row;
+    f.pad_row = base + f.l.pad_row;
+    f.ring = base + f.l.ring;
+    f.tags = reinterpret_cast<int*>(base + f.l.tags);
+    f.ring_stride = detail::kernel::round_up(f.l.row_bytes, detail::kernel::align);
+    f.oc = expected.channels;
+    f.pixels = detail::dw::pixels_per_job(f.oc);
+    // Padding reads the raw input zero point; the build flips it like every other input byte.
+    std::memset(f.pad_pixel, static_cast<std::uint8_t>(input_zero_point_), static_cast<std::size_t>(f.oc));
+    f.pad_byte = static_cast<std::uint8_t>(static_cast<std::uint8_t>(input_zero_point_) ^ flip_);
+    if (f.l.ring_slots.padding_row) std::memset(f.pad_row, f.pad_byte, f.l.row_bytes);
+    f.column_stride = static_cast<std::ptrdiff_t>(groups) * f.l.padded_channels * detail::dw::group_taps;
+    f.group_stride = static_cast<std::ptrdiff_t>(f.l.padded_channels) * detail::dw::group_taps;
+    return f;
+  }
+
+  // A resumed ring must hold every row the band reads above the window (those the previous band built).
+  [[gnu::always_inline]] bool check_resumed_ring(const frame& f, int top, int window_first) const {
+    for (int iy = top; iy < window_first; ++iy)
+      if (!require(f.tags[ring_slot(iy, f.l.ring_slots)] == iy, errc::shape_mismatch,
+                   "depthwise: the input window misses rows the band reads (not in the resumed ring)"))
+        return false;
+    return true;
+  }
+
+  // The tap-group row of image row iy (rows outside the image: the padding), built into its ring slot unless the
+  // slot already holds it.
+  [[gnu::always_inline]] const std::uint8_t* ring_row(const frame& f, const tensor_view<const T>& in, int window_first,
+                                                      int n, int iy) const {
+    const bool inside = iy >= 0 && iy < f.image_height;
+    if (!inside && f.l.ring_slots.padding_row) return f.pad_row;
+    const int slot = ring_slot(iy, f.l.ring_slots);
+    std::uint8_t* row = f.ring + static_cast<std::size_t>(slot) * f.ring_stride;
+    const int tag = inside ? iy : padding_tag;
+    if (f.tags[slot] != tag) {
+      if (inside)
+        build_row_flipped(in, n, iy - window_first, row, f.pad_pixel, f.expanded, f.l, f.geo.x.pad_before);
+      else
+        std::memset(row, f.pad_byte, f.l.row_bytes);
+      f.tags[slot] = tag;
+    }
+    return row;
+  }
+
+  // One pass: up to tile_h output rows of a phase from oy0, phase_count apart; each row's KH tap-group rows are
+  // built (or found in the ring) once, then every channel job runs over the pass's rows.
+  [[gnu::always_inline]] void run_pass(const frame& f, const tensor_view<const T>& in, int window_first,
+                                       const tensor_view<T>& out, int n, row_band band, int oy0) const {
+    const int pass_rows = std::min(tile_h, (band.last - oy0 + phase_count - 1) / phase_count);
+    std::array<std::array<const std::uint8_t*, kh>, tile_h> rows{};
+    for (int r = 0; r < pass_rows; ++r)
+      for (int kr = 0; kr < kh; ++kr)
+        rows[r][kr] = ring_row(f, in, window_first, n,
+                               (oy0 + r * phase_count) * Cfg.stride.h - f.geo.y.pad_before + kr * Cfg.dilation.h);
+    const std::ptrdiff_t out_row_stride =
+        pass_rows > 1 ? out.pixel(n, oy0 + phase_count - band.first, 0) - out.pixel(n, oy0 - band.first, 0) : 0;
+    for (int b = 0; b * job_channels < f.oc; ++b) {
+      const int c0 = b * job_channels;
+      std::array<const std::uint8_t*, tile_h * kh> block_rows{};
+      for (int r = 0; r < pass_rows; ++r)
+        for (int kr = 0; kr < kh; ++kr) block_rows[r * kh + kr] = rows[r][kr] + c0 * detail::dw::group_taps;
+      for (int r = 0; r < pass_rows;) {
+        const kernels::dw::row_job job =
+            job_for(f, b, block_rows.data() + r * kh, out.pixel(n, oy0 + r * phase_count - band.first, 0) + c0,
+                    out.pixel_stride(), out_row_stride);
+        if (rows_th > 1 && r + rows_th <= pass_rows) {
+          if constexpr (rows_th > 1) run_row_tiles<rows_th, rows_tw>(job, f.l.out_w, split_weights_);
+          r += rows_th;
+        } else {
+          run_columns(job, f.l.out_w);
+          ++r;
+        }
+      }
+    }
+  }
+
+  // The row job of channel job b whose output row starts at `out` (its KH tap-group rows at `rows`).
+  [[gnu::always_inline]] kernels::dw::row_job job_for(const frame& f, int b, const std::uint8_t* const* rows, T* out,
+                                                      std::ptrdiff_t out_pixel_stride,
+                                                      std::ptrdiff_t out_row_stride) const noexcept {
+    const int c0 = b * job_channels;
+    return {.rows = rows,
+            .column_stride = f.column_stride,
+            .group_stride = f.group_stride,
+            .weights = weights_.data() + static_cast<std::size_t>(b) * kh * groups * job_bytes,
+            .bias = bias_.data() + c0,
+            .multiplier = mult_.data() + c0,
+            .left_shift = left_.data() + c0,
+            .right_shift = right_.data() + c0,
+            .requant_lanes = requant_lanes_data(c0),
+            .requant = requant_,
+            .output_zero_point = output_zero_point_,
+            .clamp_min = clamp_.min,
+            .clamp_max = clamp_.max,
+            .split_taps = split_taps_.data(),
+            .out = out,
+            .out_pixel_stride = out_pixel_stride,
+            .out_row_stride = out_row_stride,
+            .valid_channels = std::min(job_channels, f.oc - c0),
+            .pixels = f.pixels,
+            .pixel_width = job_channels / f.pixels,
+            .out_width = f.out_width};
   }
 
   // Output channel ic*M + m reads input channel ic: each of the row's `width` pixels replicated into `expanded`

@@ -211,68 +211,84 @@ template <quantized_element T>
 struct concat_fn {
   void operator()(std::span<const reference::concat_input<T>> inputs, tensor_view<T> out,
                   quant_params out_quant) const {
-    if (!check_view(out, "concat: output")) return;
+    if (!check(inputs, out, out_quant)) return;
+    int first_channel = 0;
+    for (const reference::concat_input<T>& input : inputs) {
+      const tensor_view<T> slice = out.channel_slice(first_channel, input.view.channels());
+      first_channel += input.view.channels();
+      if (slice.dims().elements() == 0) continue;
+      if (input.quant == out_quant)
+        copy(input.view, slice);
+      else
+        rescale_into(input.view, slice, reference::detail::concat_rescale(input.quant, out_quant));
+    }
+  }
+
+ private:
+  // The views, their extents and the quantizations (the rescales concat needs must be finite).
+  static bool check(std::span<const reference::concat_input<T>> inputs, const tensor_view<T>& out,
+                    quant_params out_quant) {
+    if (!check_view(out, "concat: output")) return false;
     int channel_total = 0;
     bool needs_rescale = false;
     for (const reference::concat_input<T>& input : inputs) {
-      if (!check_view(input.view, "concat: input")) return;
+      if (!check_view(input.view, "concat: input")) return false;
       if (!require(input.view.height() == out.height() && input.view.width() == out.width() &&
                        input.view.batch() == out.batch(),
                    errc::shape_mismatch, "concat: every input must have the output's height, width and batch"))
-        return;
+        return false;
       channel_total += input.view.channels();
       needs_rescale = needs_rescale || !(input.quant == out_quant);
       if (!require(
               input.quant == out_quant || (reference::detail::is_usable_scale(input.quant.scale) &&
                                            reference::detail::is_representable_zero_point<T>(input.quant.zero_point)),
               errc::invalid_argument, "concat: an input's scale or zero point is unusable"))
-        return;
+        return false;
     }
-    if (!require(channel_total == out.channels(), errc::shape_mismatch,
-                 "concat: the inputs' channel counts must add up to the output's"))
-      return;
-    if (!require(!needs_rescale || (reference::detail::is_usable_scale(out_quant.scale) &&
-                                    reference::detail::is_representable_zero_point<T>(out_quant.zero_point) &&
-                                    reference::detail::rescales_are_finite<T>(inputs, out_quant)),
-                 errc::invalid_argument,
-                 "concat: the output's scale or zero point is unusable, or a rescale overflows"))
-      return;
+    return require(channel_total == out.channels(), errc::shape_mismatch,
+                   "concat: the inputs' channel counts must add up to the output's") &&
+           require(!needs_rescale || (reference::detail::is_usable_scale(out_quant.scale) &&
+                                      reference::detail::is_representable_zero_point<T>(out_quant.zero_point) &&
+                                      reference::detail::rescales_are_finite<T>(inputs, out_quant)),
+                   errc::invalid_argument,
+                   "concat: the output's scale or zero point is unusable, or a rescale overflows");
+  }
 
-    int first_channel = 0;
-    for (const reference::concat_input<T>& input : inputs) {
-      const tensor_view<T> slice = out.channel_slice(first_channel, input.view.channels());
-      first_channel += input.view.channels();
-      if (slice.dims().elements() == 0) continue;
-      const auto channels = static_cast<std::size_t>(slice.channels());
-      const bool flat = input.view.is_dense() && slice.is_dense();
-      const std::size_t flat_count = slice.dims().elements() * static_cast<std::size_t>(slice.batch());
-      if (input.quant == out_quant) {
-        if (same_view(input.view, slice)) continue;  // already in place
-        if (flat) {
-          std::memcpy(slice.data(), input.view.data(), flat_count * sizeof(T));
-          continue;
-        }
-        for (int n = 0; n < slice.batch(); ++n)
-          for (int y = 0; y < slice.height(); ++y)
-            for (int x = 0; x < slice.width(); ++x)
-              std::memcpy(slice.pixel(n, y, x), input.view.pixel(n, y, x), channels * sizeof(T));
-        continue;
-      }
-      const reference::detail::concat_rescale rescale(input.quant, out_quant);
-      if constexpr (vector_kernels)
-        if (std::isfinite(rescale.scale) && std::isfinite(rescale.bias)) {
-          rescale_slice<T>(input.view, slice, rescale, flat, flat_count);
-          continue;
-        }
-      // Scalar builds (concat refused rescales that overflow above): the reference's element loop.
-      for (int n = 0; n < slice.batch(); ++n)
-        for (int y = 0; y < slice.height(); ++y)
-          for (int x = 0; x < slice.width(); ++x) {
-            const T* source = input.view.pixel(n, y, x);
-            T* destination = slice.pixel(n, y, x);
-            for (std::size_t c = 0; c < channels; ++c) destination[c] = rescale(source[c]);
-          }
+  // An input of the output's quantization: bytes copied (nothing where it already is the slice).
+  static void copy(const tensor_view<const T>& input, const tensor_view<T>& slice) {
+    if (same_view(input, slice)) return;  // already in place
+    if (input.is_dense() && slice.is_dense()) {
+      std::memcpy(slice.data(), input.data(), flat_elements(slice) * sizeof(T));
+      return;
     }
+    const auto channels = static_cast<std::size_t>(slice.channels());
+    for (int n = 0; n < slice.batch(); ++n)
+      for (int y = 0; y < slice.height(); ++y)
+        for (int x = 0; x < slice.width(); ++x)
+          std::memcpy(slice.pixel(n, y, x), input.pixel(n, y, x), channels * sizeof(T));
+  }
+
+  // An input of another quantization: every element rescaled to the output's.
+  static void rescale_into(const tensor_view<const T>& input, const tensor_view<T>& slice,
+                           const reference::detail::concat_rescale& rescale) {
+    if constexpr (vector_kernels)
+      if (std::isfinite(rescale.scale) && std::isfinite(rescale.bias)) {
+        rescale_slice<T>(input, slice, rescale, input.is_dense() && slice.is_dense(), flat_elements(slice));
+        return;
+      }
+    // Scalar builds (concat refused rescales that overflow above): the reference's element loop.
+    const auto channels = static_cast<std::size_t>(slice.channels());
+    for (int n = 0; n < slice.batch(); ++n)
+      for (int y = 0; y < slice.height(); ++y)
+        for (int x = 0; x < slice.width(); ++x) {
+          const T* source = input.pixel(n, y, x);
+          T* destination = slice.pixel(n, y, x);
+          for (std::size_t c = 0; c < channels; ++c) destination[c] = rescale(source[c]);
+        }
+  }
+
+  static std::size_t flat_elements(const tensor_view<T>& slice) noexcept {
+    return slice.dims().elements() * static_cast<std::size_t>(slice.batch());
   }
 };
 

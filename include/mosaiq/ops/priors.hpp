@@ -391,70 +391,94 @@ struct ssd_anchor_generator {
   }
 };
 
+namespace detail {
+
+/// One layer's box specs (TF's create_ssd_anchors): the heights and widths of its anchors per cell, in order.
+struct ssd_layer_boxes {
+  std::array<float, 16> heights{}, widths{};
+  int specs = 0;
+};
+
+/// The scale of layer `layer` of `layers`, as Python computes it in double from the float32 proto values (TF then
+/// casts it to float32); past the last layer 1.
+constexpr double ssd_layer_scale(const ssd_anchor_generator& generator, int layer) noexcept {
+  const int layers = generator.layer_count();
+  if (layer >= layers) return 1.0;
+  if (layers == 1) return static_cast<double>(generator.min_scale);
+  const double lo = generator.min_scale, hi = generator.max_scale;
+  return lo + (hi - lo) * layer / (layers - 1);
+}
+
+/// Layer `layer`'s (scale, aspect ratio) specs, then tile_anchors' float32 heights = scale / sqrt(ratio) and
+/// widths = scale * sqrt(ratio).
+constexpr ssd_layer_boxes ssd_boxes(const ssd_anchor_generator& generator, int layer) noexcept {
+  std::array<float, 16> scales{}, ratios{};
+  int specs = 0;
+  const double scale = ssd_layer_scale(generator, layer);
+  if (layer == 0 && generator.reduce_boxes_in_lowest_layer) {
+    scales = {0.1f, static_cast<float>(scale), static_cast<float>(scale)};
+    ratios = {1.0f, 2.0f, 0.5f};
+    specs = 3;
+  } else {
+    const float interpolated_scale = static_cast<float>(constexpr_sqrt(scale * ssd_layer_scale(generator, layer + 1)));
+    for (int r = 0; r < generator.ratio_count(); ++r, ++specs) {
+      const float ratio = generator.aspect_ratios[static_cast<std::size_t>(r)];
+      scales[static_cast<std::size_t>(specs)] = static_cast<float>(scale);
+      ratios[static_cast<std::size_t>(specs)] = ratio;
+      if (generator.interpolated_after_unit_ratio && ratio == 1.0f) {
+        ++specs;
+        scales[static_cast<std::size_t>(specs)] = interpolated_scale;
+        ratios[static_cast<std::size_t>(specs)] = 1.0f;
+      }
+    }
+    if (!generator.interpolated_after_unit_ratio && generator.interpolated_scale_aspect_ratio > 0) {
+      scales[static_cast<std::size_t>(specs)] = interpolated_scale;
+      ratios[static_cast<std::size_t>(specs)] = generator.interpolated_scale_aspect_ratio;
+      ++specs;
+    }
+  }
+  ssd_layer_boxes boxes{.specs = specs};
+  for (int s = 0; s < specs; ++s) {
+    const float root = constexpr_sqrt(ratios[static_cast<std::size_t>(s)]);
+    boxes.heights[static_cast<std::size_t>(s)] = scales[static_cast<std::size_t>(s)] / root * 1.0f;
+    boxes.widths[static_cast<std::size_t>(s)] = scales[static_cast<std::size_t>(s)] * root * 1.0f;
+  }
+  return boxes;
+}
+
+/// Layer `layer`'s anchors from out[index] on (row, column, box spec); returns the index after them.
+constexpr std::size_t write_ssd_layer(const ssd_anchor_generator& generator, int layer, std::span<center_box> out,
+                                      std::size_t index) {
+  const ssd_layer_boxes boxes = ssd_boxes(generator, layer);
+  const auto& map = generator.feature_maps[static_cast<std::size_t>(layer)];
+  const float stride_y = 1.0f / static_cast<float>(map[0]), stride_x = 1.0f / static_cast<float>(map[1]);
+  const float offset_y = 0.5f * stride_y, offset_x = 0.5f * stride_x;
+  for (int y = 0; y < map[0]; ++y) {
+    for (int x = 0; x < map[1]; ++x) {
+      const float yc = static_cast<float>(y) * stride_y + offset_y, xc = static_cast<float>(x) * stride_x + offset_x;
+      for (int s = 0; s < boxes.specs; ++s) {
+        const float h = boxes.heights[static_cast<std::size_t>(s)], w = boxes.widths[static_cast<std::size_t>(s)];
+        // BoxList corners, then get_center_coordinates_and_sizes() as the TFLite exporter does.
+        const float ymin = yc - 0.5f * h, xmin = xc - 0.5f * w, ymax = yc + 0.5f * h, xmax = xc + 0.5f * w;
+        const float height = ymax - ymin, width = xmax - xmin;
+        out[index++] = {ymin + height / 2.0f, xmin + width / 2.0f, height, width};
+      }
+    }
+  }
+  return index;
+}
+
+}  // namespace detail
+
 /// Writes the anchors, [ycenter, xcenter, h, w], in TF order (layer, row, column, box spec). Returns the count written
 /// (0 with errc::invalid_argument at run time for an invalid generator or a too small span).
 constexpr std::size_t generate_ssd_anchors(const ssd_anchor_generator& generator, std::span<center_box> out) {
   if (!generator.valid()) return require(false, errc::invalid_argument, "generate_ssd_anchors: invalid generator"), 0;
   if (out.size() < generator.anchor_count())
     return require(false, errc::shape_mismatch, "generate_ssd_anchors: output span too small"), 0;
-  const int layers = generator.layer_count();
-  // Python computes the scales in double from the float32 proto values; TF then casts them to float32.
-  const auto layer_scale = [&](int layer) -> double {
-    if (layer >= layers) return 1.0;
-    if (layers == 1) return static_cast<double>(generator.min_scale);
-    const double lo = generator.min_scale, hi = generator.max_scale;
-    return lo + (hi - lo) * layer / (layers - 1);
-  };
   std::size_t index = 0;
-  for (int layer = 0; layer < layers; ++layer) {
-    std::array<float, 16> scales{}, ratios{};
-    int specs = 0;
-    const double scale = layer_scale(layer);
-    if (layer == 0 && generator.reduce_boxes_in_lowest_layer) {
-      scales = {0.1f, static_cast<float>(scale), static_cast<float>(scale)};
-      ratios = {1.0f, 2.0f, 0.5f};
-      specs = 3;
-    } else {
-      const float interpolated_scale = static_cast<float>(constexpr_sqrt(scale * layer_scale(layer + 1)));
-      for (int r = 0; r < generator.ratio_count(); ++r, ++specs) {
-        const float ratio = generator.aspect_ratios[static_cast<std::size_t>(r)];
-        scales[static_cast<std::size_t>(specs)] = static_cast<float>(scale);
-        ratios[static_cast<std::size_t>(specs)] = ratio;
-        if (generator.interpolated_after_unit_ratio && ratio == 1.0f) {
-          ++specs;
-          scales[static_cast<std::size_t>(specs)] = interpolated_scale;
-          ratios[static_cast<std::size_t>(specs)] = 1.0f;
-        }
-      }
-      if (!generator.interpolated_after_unit_ratio && generator.interpolated_scale_aspect_ratio > 0) {
-        scales[static_cast<std::size_t>(specs)] = interpolated_scale;
-        ratios[static_cast<std::size_t>(specs)] = generator.interpolated_scale_aspect_ratio;
-        ++specs;
-      }
-    }
-    // tile_anchors, float32: heights = scale / sqrt(ratio), widths = scale * sqrt(ratio).
-    std::array<float, 16> heights{}, widths{};
-    for (int s = 0; s < specs; ++s) {
-      const float root = constexpr_sqrt(ratios[static_cast<std::size_t>(s)]);
-      heights[static_cast<std::size_t>(s)] = scales[static_cast<std::size_t>(s)] / root * 1.0f;
-      widths[static_cast<std::size_t>(s)] = scales[static_cast<std::size_t>(s)] * root * 1.0f;
-    }
-    const auto& map = generator.feature_maps[static_cast<std::size_t>(layer)];
-    const float stride_y = 1.0f / static_cast<float>(map[0]), stride_x = 1.0f / static_cast<float>(map[1]);
-    const float offset_y = 0.5f * stride_y, offset_x = 0.5f * stride_x;
-    for (int y = 0; y < map[0]; ++y) {
-      for (int x = 0; x < map[1]; ++x) {
-        const float yc = static_cast<float>(y) * stride_y + offset_y, xc = static_cast<float>(x) * stride_x + offset_x;
-        for (int s = 0; s < specs; ++s) {
-          const float h = heights[static_cast<std::size_t>(s)], w = widths[static_cast<std::size_t>(s)];
-          // BoxList corners, then get_center_coordinates_and_sizes() as the TFLite exporter does.
-          const float ymin = yc - 0.5f * h, xmin = xc - 0.5f * w, ymax = yc + 0.5f * h, xmax = xc + 0.5f * w;
-          const float height = ymax - ymin, width = xmax - xmin;
-          out[index++] = {ymin + height / 2.0f, xmin + width / 2.0f, height, width};
-        }
-      }
-    }
-  }
+  for (int layer = 0; layer < generator.layer_count(); ++layer)
+    index = detail::write_ssd_layer(generator, layer, out, index);
   return index;
 }
 
