@@ -34,6 +34,7 @@
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/depthwise.hpp"
 #include "mosaiq/simd/amx.hpp"
+#include "mosaiq/simd/arch.hpp"
 
 namespace mosaiq::bench {
 

@@ -656,7 +656,7 @@ static_assert(portrait_on<portrait_loose>::peak_live_bytes <
               portrait_on<banding::chain(0, 17, 1).with_gemm_block_bytes(8192)>::peak_live_bytes);
 #endif
 #if MOSAIQ_TARGET_AVX2 && !MOSAIQ_TARGET_AVX512
-static_assert(portrait_on<banding::automatic()>::arena_bytes == 331'776);
+static_assert(portrait_on<banding::automatic()>::arena_bytes == 331'840);
 static_assert(portrait_on<portrait_loose>::arena_bytes == 147'648);
 static_assert(portrait_on<banding::chain(0, 17, 1).with_gemm_block_bytes(8192)>::arena_bytes == 163'840);
 #endif

@@ -78,13 +78,17 @@ inline __m256i requantize_epi32(__m256i acc, __m256i multiplier, __m256i left_sh
   return _mm256_min_epi32(_mm256_max_epi32(v, clamp_min), clamp_max);
 }
 
-/// Narrows 8 clamped int32 lanes (already in the element's range) to 8 bytes.
-inline void store_low_bytes(void* out, __m256i v) noexcept {
+/// Narrows 8 clamped int32 lanes (already in the element's range) to the low 8 bytes of a vector.
+inline __m128i low_bytes(__m256i v) noexcept {
   const __m256i bytes =
       _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
                                               -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
-  const __m128i packed = _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
-  _mm_storel_epi64(static_cast<__m128i*>(out), packed);
+  return _mm_unpacklo_epi32(_mm256_castsi256_si128(bytes), _mm256_extracti128_si256(bytes, 1));
+}
+
+/// Narrows 8 clamped int32 lanes (already in the element's range) to 8 bytes.
+inline void store_low_bytes(void* out, __m256i v) noexcept {
+  _mm_storel_epi64(static_cast<__m128i*>(out), low_bytes(v));
 }
 
 /// Per-lane constants of multiply_by_nonnegative_multiplier (AVX2) for 8 lanes, reference rounding, derived once at

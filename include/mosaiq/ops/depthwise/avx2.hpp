@@ -92,13 +92,9 @@ struct avx2_path {
     const __m256i zp = _mm256_set1_epi32(job.output_zero_point), lo = _mm256_set1_epi32(job.clamp_min),
                   hi = _mm256_set1_epi32(job.clamp_max);
     for (int p = 0; p < TW; ++p) {
-      alignas(16) std::uint8_t bytes[block];
-      detail::kernel::requantize_pair_sums<R>(acc[p], _mm256_setzero_si256(), job, 0, zp, lo, hi, bytes);
-      T* out = static_cast<T*>(job.out) + (ox + p) * job.out_pixel_stride;
-      if (job.valid_channels == block)
-        std::memcpy(out, bytes, block);
-      else
-        std::memcpy(out, bytes, static_cast<std::size_t>(job.valid_channels));
+      const __m128i bytes = detail::kernel::requantize_pair_sums<R>(acc[p], _mm256_setzero_si256(), job, 0, zp, lo, hi);
+      detail::kernel::store_channels(static_cast<T*>(job.out) + (ox + p) * job.out_pixel_stride, bytes,
+                                     job.valid_channels);
     }
   }
 };

@@ -33,7 +33,9 @@ struct avx2_path {
   using input_type = std::int16_t;
   static constexpr bool signed_input = false;
   static constexpr bool quad_tiles = true;  // tile<..., Quads>
-  static constexpr pointwise_tile default_tile{3, 16};
+  // With 16 ymm registers, 2 pixels x 16 channels keep their 8 accumulators, 4 weight vectors and 2 inputs in
+  // registers; 3 x 16 spilled accumulators to the stack on every k step. AVX-512 builds have 32 and keep 3 x 16.
+  static constexpr pointwise_tile default_tile = MOSAIQ_TARGET_AVX512 ? pointwise_tile{3, 16} : pointwise_tile{2, 16};
 
   template <bool Sum>
   static std::int32_t pack_row(const std::uint8_t* src, int channels, input_type* dst, int padded,
@@ -95,11 +97,9 @@ struct avx2_path {
       T* out = static_cast<T*>(job.out) + p * job.out_stride;
 #pragma GCC unroll 8
       for (int b = 0; b < NB; ++b) {
-        alignas(16) std::uint8_t bytes[block];
-        detail::kernel::requantize_pair_sums<R, tile_job, (Quads + 1) / 2>(acc[p][b], pixel_offset, job, b * block, zp,
-                                                                           lo, hi, bytes);
-        const int valid = job.valid_channels - b * block;
-        std::memcpy(out + b * block, bytes, static_cast<std::size_t>(valid >= block ? block : valid));
+        const __m128i bytes = detail::kernel::requantize_pair_sums<R, tile_job, (Quads + 1) / 2>(
+            acc[p][b], pixel_offset, job, b * block, zp, lo, hi);
+        detail::kernel::store_channels(out + b * block, bytes, job.valid_channels - b * block);
       }
     }
   }

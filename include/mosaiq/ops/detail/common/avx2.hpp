@@ -6,6 +6,7 @@
 #if MOSAIQ_TARGET_AVX2
 
 #include <cstdint>
+#include <cstring>
 
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/types.hpp"
@@ -28,13 +29,14 @@ template <rounding R, class Job>
 }
 
 /// AVX2 paths: 16 channels held as (taps 01, taps 23) pair sums, channels 4q..4q+3 in acc[q], plus
-/// `offset` and the job's bias from channel c0, requantized into 16 bytes (Halves = 1: the first 8
-/// only, the other 8 bytes left as they are).
+/// `offset` and the job's bias from channel c0, requantized to 16 bytes in one vector (Halves = 1: the first 8
+/// only, the other 8 bytes zero). One vector, not two 8-byte stores: a 16-byte load of two fresh 8-byte stores
+/// misses store forwarding.
 template <rounding R, class Job, int Halves = 2>
-[[gnu::always_inline]] inline void requantize_pair_sums(const __m256i acc[4], __m256i offset, const Job& job, int c0,
-                                                        __m256i zp, __m256i lo, __m256i hi,
-                                                        std::uint8_t bytes[16]) noexcept {
+[[gnu::always_inline]] inline __m128i requantize_pair_sums(const __m256i acc[4], __m256i offset, const Job& job, int c0,
+                                                           __m256i zp, __m256i lo, __m256i hi) noexcept {
   const auto load = [](const std::int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+  __m128i halves[2] = {_mm_setzero_si128(), _mm_setzero_si128()};
 #pragma GCC unroll 2
   for (int half = 0; half < Halves; ++half) {
     // hadd leaves channels as [0 1 4 5 | 2 3 6 7]; the 64-bit permute restores the order.
@@ -42,8 +44,20 @@ template <rounding R, class Job, int Halves = 2>
     const int c = c0 + half * 8;
     const __m256i total = _mm256_add_epi32(_mm256_add_epi32(sums, offset), load(job.bias + c));
     const __m256i v = _mm256_add_epi32(scale_pair_sums<R>(total, job, c), zp);
-    simd::avx2::store_low_bytes(bytes + half * 8, _mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
+    halves[half] = simd::avx2::low_bytes(_mm256_min_epi32(_mm256_max_epi32(v, lo), hi));
   }
+  return _mm_unpacklo_epi64(halves[0], halves[1]);
+}
+
+/// Stores the first `count` of 16 requantized channels: one 16-byte store when all are wanted.
+[[gnu::always_inline]] inline void store_channels(void* out, __m128i bytes, int count) noexcept {
+  if (count >= 16) {
+    _mm_storeu_si128(static_cast<__m128i*>(out), bytes);
+    return;
+  }
+  alignas(16) std::uint8_t staged[16];
+  _mm_store_si128(reinterpret_cast<__m128i*>(staged), bytes);
+  std::memcpy(out, staged, static_cast<std::size_t>(count));
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail::kernel
