@@ -208,7 +208,12 @@ struct graph_builder {
 /// Walks the layer list once: resolves tap names, infers shapes, records liveness (graph_builder).
 template <class Input, class... Layers>
 constexpr auto analyze() {
-  constexpr std::size_t tensor_count = 1 + (op_count<Layers>() + ... + 0);
+  // A loop, not a fold expression: clang caps a fold's nesting at 256 (-fbracket-depth), below long networks.
+  constexpr std::size_t tensor_count = [] {
+    std::size_t count = 1;
+    detail::for_each_type<Layers...>([&]<class L>(std::type_identity<L>) { count += op_count<L>(); });
+    return count;
+  }();
   graph_builder<sizeof...(Layers), tensor_count> builder;
   builder.g.tensors[0] = {Input::dims, -1, -1};
   detail::for_each_type<Layers...>([&]<class L>(std::type_identity<L>) { builder.template add_layer<L>(); });
