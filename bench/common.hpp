@@ -307,14 +307,6 @@ void register_conv_row(std::string_view op, std::string_view impl, std::shared_p
   if (threads > 1) registered->UseRealTime();
 }
 
-/// Loads layers with the AMX path on or off while alive (simd::amx::set_enabled), then restores it.
-struct amx_choice {
-  explicit amx_choice(bool on) { simd::amx::set_enabled(on); }
-  ~amx_choice() { simd::amx::set_enabled(true); }
-  amx_choice(const amx_choice&) = delete;
-  amx_choice& operator=(const amx_choice&) = delete;
-};
-
 /// The label's path part: "amx 32x32" or the register tile and ISA of the vector path.
 template <class Tile>
 std::string path_label(bool amx, Tile tile) {
@@ -333,7 +325,7 @@ conv_runner<T> layer_runner(const conv_problem<T>& p, std::string_view name) {
     aligned_buffer<std::byte> workspace;
     aligned_buffer<T> output;
   };
-  const amx_choice choice(Amx);
+  const simd::amx::scoped_enabled choice(Amx);
   auto st = std::make_shared<state>(Op(p.filter.data(), p.bias.data(), s.input_channels, p.requant),
                                     aligned_buffer<std::byte>(), aligned_buffer<T>(s.output_shape().elements()));
   if constexpr (requires(const Op& op) { op.uses_amx(); })

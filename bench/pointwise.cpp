@@ -168,7 +168,7 @@ void register_mosaiq_case(std::uint32_t seed, int threads) {
   if (threads > 1) {
     const auto make = [threads](const conv_problem<T>& p) {
       using op_type = pointwise<pointwise_config{.out_channels = Case.output_channels}, T>;
-      const amx_choice choice(false);
+      const simd::amx::scoped_enabled choice(false);
       auto op = std::make_shared<const op_type>(p.filter.data(), p.bias.data(), p.shape.input_channels, p.requant);
       return parallel_runner<op_type, T>(op, p, threads, "mosaiq::pointwise " + path_label(false, op_type::tile()));
     };

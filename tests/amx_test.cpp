@@ -49,14 +49,6 @@ bool amx_or_skip() {
 }
 
 #if MOSAIQ_HAS_AMX_PATH
-/// Loads layers on the AMX path (or not) while alive; restores the path afterwards.
-struct amx_switch {
-  explicit amx_switch(bool on) { simd::amx::set_enabled(on); }
-  ~amx_switch() { simd::amx::set_enabled(true); }
-  amx_switch(const amx_switch&) = delete;
-  amx_switch& operator=(const amx_switch&) = delete;
-};
-
 /// A filter for one problem: u8 alternates between weights over the whole range (w - zp leaves
 /// int8: split weights) and weights around the zero point; i8 uses the whole range.
 template <class T>
@@ -143,7 +135,7 @@ void check_pointwise_grid(std::uint32_t seed) {
       reference::pointwise_conv<Cfg.round, T>(input.view, filter.data(), b, expected.view, q);
 
       const auto run = [&](bool on, stored_tensor<T>& out) {
-        const amx_switch path(on);
+        const simd::amx::scoped_enabled path(on);
         const pointwise<Cfg, T> layer(filter.data(), b, ic, q);
         CHECK(layer.uses_amx() == on);
         std::vector<std::byte> workspace(layer.workspace_bytes(in_shape) + 3);
@@ -181,7 +173,7 @@ void check_conv_problem(std::mt19937& rng, shape in_shape, int variant) {
       input.view, filter.data(), bias.data(), expected.view,
       {.kernel = Cfg.kernel, .stride = Cfg.stride, .dilation = Cfg.dilation, .pad = Cfg.pad}, q);
   const auto run = [&](bool on, stored_tensor<T>& out) {
-    const amx_switch path(on);
+    const simd::amx::scoped_enabled path(on);
     const conv2d<Cfg, T> layer(filter.data(), bias.data(), in_shape.channels, q);
     std::vector<std::byte> workspace(layer.workspace_bytes(in_shape) + 1);
     layer(input.view, out.view, std::span(workspace).subspan(1));
@@ -201,7 +193,7 @@ TEST_CASE("amx: availability") {
   MESSAGE("AMX: " << state << " (" << reason << ")");
   if (!amx_or_skip()) return;
   // Layers pick the path at load time; turning AMX off affects later loads only.
-  const amx_switch start(true);  // on even under MOSAIQ_DISABLE_AMX
+  const simd::amx::scoped_enabled start(true);  // on even under MOSAIQ_DISABLE_AMX
   const std::vector<u8> filter(17 * 5, 3);
   const conv_requant q = reference::make_conv_requant<rounding::tflite_reference, u8>(
       {0.1f, 2}, std::vector<float>{0.01f}, 3, {0.2f, 5}, activation::none);

@@ -102,6 +102,14 @@ inline void set_enabled([[maybe_unused]] bool on) noexcept {
 #endif
 }
 
+/// set_enabled(on) while alive (for the layers loaded meanwhile), set_enabled(true) after.
+struct scoped_enabled {
+  explicit scoped_enabled(bool on) noexcept { set_enabled(on); }
+  ~scoped_enabled() { set_enabled(true); }
+  scoped_enabled(const scoped_enabled&) = delete;
+  scoped_enabled& operator=(const scoped_enabled&) = delete;
+};
+
 #if MOSAIQ_HAS_AMX_PATH
 
 /// The 64-byte operand of ldtilecfg (palette 1).
