@@ -1,7 +1,8 @@
 // Reference 16x8 kernels (int16 activations, int8 filters, int64 biases; TFLite's 16x8 quantization): the int64
 // requantization's Q15 multiplier and half-up rounding, each conv-like kernel on hand-computed cases (an accumulator
 // beyond int32, padding skipped, the fused clamp), the int16 add in both rounding modes, QUANTIZE between int8 and
-// int16, and misuse refused with the output untouched.
+// int16, the int16 mul (per-channel broadcast), average pool, logistic (table and input multiplier), hard swish and
+// half-pixel bilinear resize, and misuse refused with the output untouched.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -161,4 +162,163 @@ TEST_CASE("16x8 misuse is refused and writes nothing") {
   errors.reset();
   CHECK_FALSE(ref::make_add_params_16(1.0f, 0.0f, 1.0f).valid);
   CHECK(errors.calls() == 1);
+}
+
+TEST_CASE("16-bit mul: the int32 product requantized, per-channel broadcast, both roundings, the clamp") {
+  // Power-of-two scales make the real multiplier exactly 2^-15: a * b / 32768 at a's scale.
+  const auto p = ref::make_mul_params_16(1.0f / 256.0f, 1.0f / 32768.0f, 1.0f / 256.0f);
+  REQUIRE(p.valid);
+  // a: 1 x 2 x 2 (H x W x C); b: 1 x 1 x 2, one gate per channel (0.5 and 0.25 at 1/32768), as the SE blocks do.
+  const std::vector<i16> a{1001, -1001, 30000, -32768}, gate{16384, 8192};
+  std::vector<i16> y(4, 99);
+  const auto run = [&]<mosaiq::rounding R>(const ref::mul_params_16& params) {
+    ref::mul_16<R>(tensor_view<const i16>(a.data(), {1, 2, 2}), tensor_view<const i16>(gate.data(), {1, 1, 2}),
+                   tensor_view<i16>(y.data(), {1, 2, 2}), params);
+    return as_ints(y);
+  };
+  // 1001 / 2 = 500.5 (away from zero: 501), -1001 / 4 = -250.25, 30000 / 2, -32768 / 4.
+  CHECK(run.template operator()<reference_rounding>(p) == std::vector<int>{501, -250, 15000, -8192});
+  const auto single = ref::make_mul_params_16<single_rounding>(1.0f / 256.0f, 1.0f / 32768.0f, 1.0f / 256.0f);
+  CHECK(run.template operator()<single_rounding>(single) == std::vector<int>{501, -250, 15000, -8192});
+  // The tie on a negative product: -500.5 is -501 in the reference build, -500 under single rounding.
+  const std::vector<i16> half{16384};
+  const std::vector<i16> negative{-1001};
+  std::vector<i16> z{99};
+  ref::mul_16<reference_rounding>(tensor_view<const i16>(negative.data(), {1, 1, 1}),
+                                  tensor_view<const i16>(half.data(), {1, 1, 1}), tensor_view<i16>(z.data(), {1, 1, 1}),
+                                  p);
+  CHECK(z[0] == -501);
+  ref::mul_16<single_rounding>(tensor_view<const i16>(negative.data(), {1, 1, 1}),
+                               tensor_view<const i16>(half.data(), {1, 1, 1}), tensor_view<i16>(z.data(), {1, 1, 1}),
+                               single);
+  CHECK(z[0] == -500);
+  // relu on the output; and params of the other rounding mode are refused.
+  const auto relu = ref::make_mul_params_16(1.0f / 256.0f, 1.0f / 32768.0f, 1.0f / 256.0f, mosaiq::activation::relu);
+  CHECK(run.template operator()<reference_rounding>(relu) == std::vector<int>{501, 0, 15000, 0});
+  mosaiq::test::recording_handler errors;
+  y.assign(4, 99);
+  CHECK(run.template operator()<single_rounding>(p) == std::vector<int>{99, 99, 99, 99});
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+}
+
+TEST_CASE("16-bit average pool: int32 sums, ties away from zero, padding not counted, the whole map") {
+  const ref::pool_params whole{.kernel = {2, 2}, .stride = {2, 2}, .pad = padding::valid()};
+  std::vector<i16> y{99};
+  const auto pool = [&](const std::vector<i16>& x, const ref::pool_params& p) {
+    ref::average_pool_16(tensor_view<const i16>(x.data(), {2, 2, 1}), tensor_view<i16>(y.data(), {1, 1, 1}), p);
+    return int{y[0]};
+  };
+  CHECK(pool({100, 202, -300, 4}, whole) == 2);     // 6 / 4 = 1.5 -> 2
+  CHECK(pool({-100, -202, 300, -4}, whole) == -2);  // -1.5 -> -2
+  CHECK(pool({100, 201, -300, 4}, whole) == 1);     // 1.25 -> 1
+  // Beyond int16 in the sum: 4 * 30000 / 4.
+  CHECK(pool({30000, 30000, 30000, 30000}, whole) == 30000);
+  // SAME 3x3 windows over a 2x2 image: every window holds the 4 pixels, the padded taps are not counted.
+  const std::vector<i16> x{100, 202, -300, 4};
+  std::vector<i16> same(4, 99);
+  ref::average_pool_16(tensor_view<const i16>(x.data(), {2, 2, 1}), tensor_view<i16>(same.data(), {2, 2, 1}),
+                       {.kernel = {3, 3}, .stride = {1, 1}, .pad = padding::same()});
+  CHECK(as_ints(same) == std::vector<int>{2, 2, 2, 2});
+  // relu6 at scale 1/1024: 6.0 is 6144.
+  ref::average_pool_16(tensor_view<const i16>(x.data(), {2, 2, 1}), tensor_view<i16>(y.data(), {1, 1, 1}),
+                       {.kernel = {2, 2}, .stride = {2, 2}, .pad = padding::valid(), .act = mosaiq::activation::relu6},
+                       1.0f / 1024.0f);
+  CHECK(y[0] == 2);
+  const std::vector<i16> big{10000, 10000, 10000, 10000};
+  ref::average_pool_16(tensor_view<const i16>(big.data(), {2, 2, 1}), tensor_view<i16>(y.data(), {1, 1, 1}),
+                       {.kernel = {2, 2}, .stride = {2, 2}, .pad = padding::valid(), .act = mosaiq::activation::relu6},
+                       1.0f / 1024.0f);
+  CHECK(y[0] == 6144);
+  // A window of 65536 taps could overflow the int32 sum: refused, nothing written.
+  mosaiq::test::recording_handler errors;
+  y[0] = 99;
+  ref::average_pool_16(tensor_view<const i16>(x.data(), {1, 1, 1}), tensor_view<i16>(y.data(), {1, 1, 1}),
+                       {.kernel = {256, 256}, .stride = {1, 1}, .pad = padding::same()});
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+  CHECK(y[0] == 99);
+}
+
+TEST_CASE("16-bit logistic: TFLite's input multiplier, the sigmoid table, interpolation, saturation") {
+  // Scale 2^-12 is the power-of-two case: multiplier 3, no shift (x * 3 on the table's 3 * 4096 per unit).
+  const auto pot = ref::make_logistic_params_16(1.0f / 4096.0f);
+  REQUIRE(pot.valid);
+  CHECK(pot.input_multiplier == 3);
+  CHECK(pot.input_left_shift == 0);
+  const auto at = [](const ref::logistic_params_16& p, i16 x) { return int{ref::logistic_16_element(x, p)}; };
+  CHECK(at(pot, 0) == 16384);     // 0.5
+  CHECK(at(pot, 4096) == 23956);  // table[24] = 47911: (47911 * 512 + 512) / 1024
+  CHECK(at(pot, -4096) == 8812);  // (2^25 - 47911 * 512 + 511) / 1024, floored
+  CHECK(at(pot, 4160) == 24055);  // 12480 / 512: index 24, fraction 192 of (48443 - 47911), 24055.75 floored
+  // Scale 0.001: 12.288 doubled 11 times to 25165.8, truncated; 1.0 lands exactly on table[24] again.
+  const auto general = ref::make_logistic_params_16(0.001f);
+  REQUIRE(general.valid);
+  CHECK(general.input_multiplier == 25165);
+  CHECK(general.input_left_shift == 11);
+  CHECK(at(general, 1000) == 23956);
+  // Scale 2^-11 is a power of two but not the table's: the general path, multiplier 24576 after 12 doublings.
+  // +-16 is beyond the table (index >= 255): 32767 and 1.
+  const auto coarse = ref::make_logistic_params_16(1.0f / 2048.0f);
+  CHECK(coarse.input_multiplier == 24576);
+  CHECK(coarse.input_left_shift == 12);
+  CHECK(at(coarse, 32767) == 32767);
+  CHECK(at(coarse, -32768) == 1);
+  // Over a tensor, and a scale whose multiplier would not fit 15 bits refused.
+  const std::vector<i16> x{0, 4096, -4096};
+  std::vector<i16> y(3, 99);
+  ref::logistic_16(tensor_view<const i16>(x.data(), {1, 3, 1}), tensor_view<i16>(y.data(), {1, 3, 1}), pot);
+  CHECK(as_ints(y) == std::vector<int>{16384, 23956, 8812});
+  mosaiq::test::recording_handler errors;
+  CHECK_FALSE(ref::make_logistic_params_16(3.0f).valid);
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+}
+
+TEST_CASE("16-bit hard swish: TFLite Micro's int16 steps, both output exponent signs, both roundings") {
+  // Input and output at 1/1024: output ratio 1 (Q15 0.5, exponent 1), reluish ratio 32 / 3 (Q15 21845, exponent 4).
+  const auto p = ref::make_hard_swish_params_16(1.0f / 1024.0f, 1.0f / 1024.0f);
+  REQUIRE(p.valid);
+  CHECK(p.output_multiplier == 16384);
+  CHECK(p.output_exponent == 1);
+  CHECK(p.reluish_multiplier == 21845);
+  CHECK(p.reluish_exponent == 4);
+  const auto at = [&](i16 x) { return int{ref::hard_swish_16_element<reference_rounding>(x, p)}; };
+  const auto at_single = [&](i16 x) { return int{ref::hard_swish_16_element<single_rounding>(x, p)}; };
+  // 1.0: reluish 10923 -> factor 21845, 1024 * 0.5 = 512, 512 * 21845 / 32768 = 341.3 -> 341, doubled: 682 (2/3).
+  CHECK(at(1024) == 682);
+  // -2.0: reluish -21845 -> factor 5461, -1024 * 5461 / 32768 = -170.7 -> -171, doubled: -342 (exact -341.3).
+  CHECK(at(-2048) == -342);
+  CHECK(at(-4096) == 0);    // below -3: the factor is 0
+  CHECK(at(4096) == 4096);  // above 3: the factor saturates at 32767 / 32768
+  CHECK(at_single(1024) == 682);
+  CHECK(at_single(-2048) == -342);
+  // Output at 1/512: ratio 0.5, exponent 0, no final shift: 341.
+  const auto half = ref::make_hard_swish_params_16(1.0f / 1024.0f, 1.0f / 512.0f);
+  CHECK(half.output_exponent == 0);
+  CHECK(int{ref::hard_swish_16_element<reference_rounding>(1024, half)} == 341);
+  // Over a tensor; an input scale whose reluish exponent would exceed 15 is refused.
+  const std::vector<i16> x{1024, -2048, -4096, 4096};
+  std::vector<i16> y(4, 99);
+  ref::hard_swish_16<reference_rounding>(tensor_view<const i16>(x.data(), {1, 4, 1}),
+                                         tensor_view<i16>(y.data(), {1, 4, 1}), p);
+  CHECK(as_ints(y) == std::vector<int>{682, -342, 0, 4096});
+  mosaiq::test::recording_handler errors;
+  CHECK_FALSE(ref::make_hard_swish_params_16(32.0f, 1.0f).valid);
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+}
+
+TEST_CASE("16-bit bilinear resize: half-pixel 2x on Q10 positions, ties by rounding mode") {
+  // 1 x 2 -> 1 x 4, half-pixel: weights (1, 0), (3/4, 1/4), (1/4, 3/4), (0, 1) of the two pixels.
+  const std::vector<i16> x{1000, -1002};
+  std::vector<i16> y(4, 99);
+  ref::resize_bilinear_16<reference_rounding>(tensor_view<const i16>(x.data(), {1, 2, 1}),
+                                              tensor_view<i16>(y.data(), {1, 4, 1}), mosaiq::resize_mode::half_pixel);
+  CHECK(as_ints(y) == std::vector<int>{1000, 500, -502, -1002});  // 499.5 -> 500, -501.5 -> -502
+  ref::resize_bilinear_16<single_rounding>(tensor_view<const i16>(x.data(), {1, 2, 1}),
+                                           tensor_view<i16>(y.data(), {1, 4, 1}), mosaiq::resize_mode::half_pixel);
+  CHECK(as_ints(y) == std::vector<int>{1000, 500, -501, -1002});  // -501.5 -> -501 under single rounding
+  // 2 x 2 -> 4 x 4, output (1, 1): the 9/16, 3/16, 3/16, 1/16 blend of (30000, -30000, 20000, 4000) = 15250.
+  const std::vector<i16> square{30000, -30000, 20000, 4000};
+  std::vector<i16> big(16, 99);
+  ref::resize_bilinear_16<reference_rounding>(tensor_view<const i16>(square.data(), {2, 2, 1}),
+                                              tensor_view<i16>(big.data(), {4, 4, 1}), mosaiq::resize_mode::half_pixel);
+  CHECK(big[5] == 15250);
 }

@@ -144,12 +144,16 @@ constexpr T hard_swish_element(T q, const hard_swish_params& p) noexcept {
 
 namespace detail::hard_swish {
 
-/// out[i] = f(in[i]) over every element, after checking that the views are valid and of equal extents.
+inline constexpr const char* view_names[3] = {"hard_swish: input", "hard_swish: output",
+                                              "hard_swish: input and output extents differ"};
+
+/// out[i] = f(in[i]) over every element, after checking that the views are valid and of equal extents (each problem
+/// reported with its entry of `names`: input, output, extents).
 template <class T, class F>
-void map_elements(const tensor_view<const T>& in, const tensor_view<T>& out, F f) {
-  if (!check_view(in, "hard_swish: input") || !check_view(out, "hard_swish: output") ||
-      !require(in.batch() == out.batch() && in.dims() == out.dims(), errc::shape_mismatch,
-               "hard_swish: input and output extents differ"))
+void map_elements(const tensor_view<const T>& in, const tensor_view<T>& out, F f,
+                  const char* const (&names)[3] = view_names) {
+  if (!check_view(in, names[0]) || !check_view(out, names[1]) ||
+      !require(in.batch() == out.batch() && in.dims() == out.dims(), errc::shape_mismatch, names[2]))
     return;
   for (int n = 0; n < out.batch(); ++n)
     for (int y = 0; y < out.height(); ++y)

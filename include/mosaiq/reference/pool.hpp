@@ -91,6 +91,26 @@ constexpr std::int32_t rounded_divide(std::int32_t sum, std::int32_t count) noex
   return sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
 }
 
+/// The average pool's loop for an integer element type T (8 or 16 bits): the in-image taps of each window summed in
+/// int32, divided by their count rounded half away from zero, clamped to `clamp`. Everything by value: an 8-bit
+/// store may alias any object, so views held by reference would be reloaded after each one.
+template <class T>
+void average_windows(tensor_view<const T> in, tensor_view<T> out, window_geometry geometry, pool_params params,
+                     clamp_range clamp) {
+  for (int n = 0; n < out.batch(); ++n)
+    for (int out_y = 0; out_y < out.height(); ++out_y)
+      for (int out_x = 0; out_x < out.width(); ++out_x) {
+        const pool_window window = window_at(geometry, params, in.height(), in.width(), out_y, out_x);
+        for (int c = 0; c < out.channels(); ++c) {
+          std::int32_t sum = 0;
+          for (int y = window.y_begin; y < window.y_end; ++y)
+            for (int x = window.x_begin; x < window.x_end; ++x) sum += static_cast<std::int32_t>(in(n, y, x, c));
+          const std::int32_t average = rounded_divide(sum, window.taps());
+          out(n, out_y, out_x, c) = static_cast<T>(std::clamp(average, clamp.min, clamp.max));
+        }
+      }
+}
+
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -110,19 +130,7 @@ void average_pool(std::type_identity_t<tensor_view<const T>> in, tensor_view<T> 
   if (!geometry) return;
   const std::optional<clamp_range> clamp = detail::pool_clamp<T>(params.act, quant);
   if (!clamp) return;
-
-  for (int n = 0; n < out.batch(); ++n)
-    for (int out_y = 0; out_y < out.height(); ++out_y)
-      for (int out_x = 0; out_x < out.width(); ++out_x) {
-        const detail::pool_window window = detail::window_at(*geometry, params, in.height(), in.width(), out_y, out_x);
-        for (int c = 0; c < out.channels(); ++c) {
-          std::int32_t sum = 0;
-          for (int y = window.y_begin; y < window.y_end; ++y)
-            for (int x = window.x_begin; x < window.x_end; ++x) sum += static_cast<std::int32_t>(in(n, y, x, c));
-          const std::int32_t average = detail::rounded_divide(sum, window.taps());
-          out(n, out_y, out_x, c) = static_cast<T>(std::clamp(average, clamp->min, clamp->max));
-        }
-      }
+  detail::average_windows<T>(in, out, *geometry, params, *clamp);
 }
 
 /// Max pool as TFLite's reference kernels: the largest in-image tap, then the fused activation's clamp. Same

@@ -263,34 +263,46 @@ inline void resize_bilinear(tensor_view<const float> in, tensor_view<float> out,
   detail::resize_bilinear_float_path<float>(in, out, mode);
 }
 
+namespace detail {
+
+/// TFLite's reference_ops::ResizeBilinearInteger<T> for T = int8 or int16: Q10 positions from a rounded scale, the
+/// four taps weighted in Q20 in int64, rounded by `Mode` (round_q20). The result is a convex combination of the taps,
+/// so it always fits T. The views by value: an 8-bit store may alias any object.
+template <rounding Mode, class T>
+void resize_bilinear_q10(tensor_view<const T> in, tensor_view<T> out, resize_mode mode) {
+  if (!check_resize_views(in, out)) return;
+  const std::int64_t scale_y = q10_axis_scale(in.height(), out.height(), mode);
+  const std::int64_t scale_x = q10_axis_scale(in.width(), out.width(), mode);
+  for (int n = 0; n < out.batch(); ++n) {
+    for (int y = 0; y < out.height(); ++y) {
+      const q10_tap tap_y = q10_axis_tap(y, scale_y, mode, in.height());
+      const std::int64_t wy1 = tap_y.upper_weight, wy0 = 1024 - wy1;
+      for (int x = 0; x < out.width(); ++x) {
+        const q10_tap tap_x = q10_axis_tap(x, scale_x, mode, in.width());
+        const std::int64_t wx1 = tap_x.upper_weight, wx0 = 1024 - wx1;
+        const T* top_left = in.pixel(n, tap_y.lower, tap_x.lower);
+        const T* bottom_left = in.pixel(n, tap_y.upper, tap_x.lower);
+        const T* top_right = in.pixel(n, tap_y.lower, tap_x.upper);
+        const T* bottom_right = in.pixel(n, tap_y.upper, tap_x.upper);
+        T* result = out.pixel(n, y, x);
+        for (int c = 0; c < out.channels(); ++c) {
+          const std::int64_t acc = top_left[c] * wy0 * wx0 + bottom_left[c] * wy1 * wx0 + top_right[c] * wy0 * wx1 +
+                                   bottom_right[c] * wy1 * wx1;
+          result[c] = static_cast<T>(round_q20<Mode>(acc));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
 /// TFLite's int8 RESIZE_BILINEAR (reference_ops::ResizeBilinearInteger, also what its optimized int8 kernel runs):
 /// Q10 positions from a rounded scale, Q20 accumulation. `rounding::tflite_reference` is TFLite's default build (ties
 /// away from zero); `rounding::single_round` is TFLITE_SINGLE_ROUNDING (ties up, identical to XNNPACK qs8 at 2x).
 template <rounding Mode = rounding::tflite_reference>
 void resize_bilinear_tflite_int8(tensor_view<const i8> in, tensor_view<i8> out, resize_mode mode) {
-  if (!detail::check_resize_views(in, out)) return;
-  const std::int64_t scale_y = detail::q10_axis_scale(in.height(), out.height(), mode);
-  const std::int64_t scale_x = detail::q10_axis_scale(in.width(), out.width(), mode);
-  for (int n = 0; n < out.batch(); ++n) {
-    for (int y = 0; y < out.height(); ++y) {
-      const detail::q10_tap tap_y = detail::q10_axis_tap(y, scale_y, mode, in.height());
-      const std::int64_t wy1 = tap_y.upper_weight, wy0 = 1024 - wy1;
-      for (int x = 0; x < out.width(); ++x) {
-        const detail::q10_tap tap_x = detail::q10_axis_tap(x, scale_x, mode, in.width());
-        const std::int64_t wx1 = tap_x.upper_weight, wx0 = 1024 - wx1;
-        const i8* top_left = in.pixel(n, tap_y.lower, tap_x.lower);
-        const i8* bottom_left = in.pixel(n, tap_y.upper, tap_x.lower);
-        const i8* top_right = in.pixel(n, tap_y.lower, tap_x.upper);
-        const i8* bottom_right = in.pixel(n, tap_y.upper, tap_x.upper);
-        i8* result = out.pixel(n, y, x);
-        for (int c = 0; c < out.channels(); ++c) {
-          const std::int64_t acc = top_left[c] * wy0 * wx0 + bottom_left[c] * wy1 * wx0 + top_right[c] * wy0 * wx1 +
-                                   bottom_right[c] * wy1 * wx1;
-          result[c] = saturate_cast<i8>(static_cast<std::int32_t>(detail::round_q20<Mode>(acc)));
-        }
-      }
-    }
-  }
+  detail::resize_bilinear_q10<Mode, i8>(in, out, mode);
 }
 
 /// TFLite's GetNearestNeighbor: float32 scale, floor((o + offset) * scale) with offset 0.5 for half-pixel, or
