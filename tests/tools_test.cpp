@@ -742,3 +742,88 @@ TEST_CASE("tools: a photo becomes the network input resized and divided by 255")
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The 16x8 reference runner (tools/reference_16x8.hpp): the selfie model's layer kinds in miniature.
+
+/// conv2d, hard swish, a gate (whole-map average pool, 1x1, logistic, broadcast mul), depthwise, a residual add, 2x
+/// bilinear upsampling, the 2x2 stride-2 transposed convolution: tensors 1 to 10 in that order.
+using net16x8 =
+    network<input<i8, 4, 4, 1>,                                                                            //
+            layers::conv2d<layers::conv2d_config{.out_channels = 2, .kernel = {3, 3}, .stride = {2, 2}}>,  // 1
+            layers::hard_swish<>,                                                                          // 2
+            layers::tap<"h">,                                                                              //
+            layers::average_pool<layers::pool_config{.kernel = {2, 2}, .stride = {2, 2}}>,                 // 3
+            layers::pointwise<layers::pointwise_config{.out_channels = 2}>,                                // 4
+            layers::logistic<>,                                                                            // 5
+            layers::mul<"h">,                                                                              // 6
+            layers::tap<"g">,                                                                              //
+            layers::depthwise<layers::depthwise_config{.kernel = {3, 3}}>,                                 // 7
+            layers::add<"g">,                                                                              // 8
+            layers::resize_bilinear<layers::resize_config{.scale = 2}>,                                    // 9
+            layers::transpose_conv<layers::transpose_conv_config{.out_channels = 1}>>;                     // 10
+
+/// Float weights that int8 per-channel quantization keeps exactly: integers k in [-127, 127] times 1/100 with 127
+/// in every output channel, so the 16x8 run differs from the float run only by its activations' rounding.
+tools::float_weights<net16x8> exact_int8_weights() {
+  tools::float_weights<net16x8> fw;
+  std::mt19937 rng(16);
+  std::uniform_int_distribution<int> step(-127, 127);
+  const auto fill = [&](auto& layer, std::size_t channels, bool channel_last) {
+    for (auto& w : layer.filter) w = 0.01f * static_cast<float>(step(rng));
+    for (std::size_t c = 0; c < channels; ++c)
+      layer.filter[channel_last ? c : c * (layer.filter.size() / channels)] = 1.27f;
+    for (auto& b : layer.bias) b = 0.1f * static_cast<float>(step(rng)) / 127.0f;
+  };
+  fill(fw.layer<0>(), 2, false);   // conv2d
+  fill(fw.layer<4>(), 2, false);   // pointwise
+  fill(fw.layer<8>(), 2, true);    // depthwise
+  fill(fw.layer<11>(), 1, false);  // transpose_conv
+  return fw;
+}
+
+TEST_CASE("tools: the 16x8 reference runner: TFLite's 16x8 scales, and outputs within int16 steps of the float run") {
+  static_assert(net16x8::tensor_count == 11);
+  const auto fw = exact_int8_weights();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  std::vector<std::vector<float>> samples(3, std::vector<float>(16));
+  for (auto& sample : samples) std::generate(sample.begin(), sample.end(), [&] { return pixel(rng); });
+  const auto ranges = tools::calibrate(fw, samples);
+  tools::reference_16x8<net16x8> net16;
+  REQUIRE(net16.quantize(fw, ranges));
+  // Symmetric min/max scales; logistic at 1/32768; the pool and the resize keep their input's scale.
+  for (const std::size_t t : {0, 1, 2, 4, 6, 7, 8, 10})
+    CHECK(net16.scale(t) == tools::int16_activation_scale(ranges[t]));
+  CHECK(net16.scale(5) == 1.0f / 32768.0f);
+  CHECK(net16.scale(3) == net16.scale(2));
+  CHECK(net16.scale(9) == net16.scale(8));
+  tools::float_runner<net16x8> runner;
+  for (const auto& sample : samples) {
+    REQUIRE(runner.run(fw, std::span<const float>(sample)));
+    REQUIRE(net16.run(sample));
+    for (std::size_t t = 1; t < net16x8::tensor_count; ++t) {
+      const std::vector<float> real = net16.dequantized(t);
+      float worst = 0.0f;
+      for (std::size_t i = 0; i < real.size(); ++i) worst = std::max(worst, std::fabs(real[i] - runner.values(t)[i]));
+      INFO("tensor ", t);
+      CHECK(worst <= 8.0f * net16.scale(t));
+    }
+  }
+  CHECK(net16.output().size() == 64);
+}
+
+TEST_CASE("tools: the 16x8 reference runner refuses to run unquantized, and float weights of the wrong size") {
+  test::recording_handler errors;
+  tools::reference_16x8<net16x8> net16;
+  CHECK_FALSE(net16.run(std::vector<float>(16, 0.5f)));
+  CHECK(errors.last() == errc::invalid_argument);
+  auto fw = exact_int8_weights();
+  fw.layer<8>().bias.pop_back();
+  std::array<float_range, net16x8::tensor_count> ranges{};
+  ranges.fill({-1.0f, 1.0f});
+  errors.reset();
+  CHECK_FALSE(net16.quantize(fw, ranges));
+  CHECK(errors.last() == errc::shape_mismatch);
+  CHECK_FALSE(net16.run(std::vector<float>(16, 0.5f)));
+}

@@ -9,3 +9,4 @@
 #include "mosaiq/tools/float_blob.hpp"
 #include "mosaiq/tools/float_network.hpp"
 #include "mosaiq/tools/quantize.hpp"
+#include "mosaiq/tools/reference_16x8.hpp"

@@ -101,6 +101,28 @@ auto float_weights_tuple(std::index_sequence<I...>)
 template <class>
 inline constexpr bool unsupported_layer = false;
 
+/// The reference kernels' parameters of a layer config (the float and the 16x8 runners call the same kernels' twins).
+template <class Config>
+constexpr reference::conv2d_params conv2d_params_of(const Config& c) noexcept {
+  return {.kernel = c.kernel, .stride = c.stride, .dilation = c.dilation, .pad = c.pad};
+}
+template <class Config>
+constexpr reference::depthwise_params depthwise_params_of(const Config& c) noexcept {
+  return {.kernel = c.kernel,
+          .stride = c.stride,
+          .dilation = c.dilation,
+          .pad = c.pad,
+          .depth_multiplier = c.depth_multiplier};
+}
+template <class Config>
+constexpr reference::transpose_conv_params transpose_conv_params_of(const Config& c) noexcept {
+  return {.kernel = c.kernel, .stride = c.stride, .padding = c.padding};
+}
+template <class Config>
+constexpr reference::pool_params pool_params_of(const Config& c) noexcept {
+  return {.kernel = c.kernel, .stride = c.stride, .pad = c.pad, .act = c.act};
+}
+
 }  // namespace detail
 
 /// Float weights of every layer of Net, indexed like Net::weights: layer<I>() is a
@@ -218,26 +240,18 @@ class float_runner {
 
       if constexpr (kind == "conv2d") {
         constexpr auto c = Layer::config;
-        reference::conv2d(in[0], lw.filter.data(), lw.bias.data(), out,
-                          {.kernel = c.kernel, .stride = c.stride, .dilation = c.dilation, .pad = c.pad}, c.act);
+        reference::conv2d(in[0], lw.filter.data(), lw.bias.data(), out, detail::conv2d_params_of(c), c.act);
       } else if constexpr (kind == "depthwise") {
         constexpr auto c = Layer::config;
-        reference::depthwise_conv(in[0], lw.filter.data(), lw.bias.data(), out,
-                                  {.kernel = c.kernel,
-                                   .stride = c.stride,
-                                   .dilation = c.dilation,
-                                   .pad = c.pad,
-                                   .depth_multiplier = c.depth_multiplier},
-                                  c.act);
+        reference::depthwise_conv(in[0], lw.filter.data(), lw.bias.data(), out, detail::depthwise_params_of(c), c.act);
       } else if constexpr (kind == "transpose_conv") {
         constexpr auto c = Layer::config;
-        reference::transpose_conv(in[0], lw.filter.data(), lw.bias.data(), out,
-                                  {.kernel = c.kernel, .stride = c.stride, .padding = c.padding}, c.act);
+        reference::transpose_conv(in[0], lw.filter.data(), lw.bias.data(), out, detail::transpose_conv_params_of(c),
+                                  c.act);
       } else if constexpr (kind == "pointwise") {
         reference::pointwise_conv(in[0], lw.filter.data(), lw.bias.data(), out, Layer::config.act);
       } else if constexpr (kind == "average_pool" || kind == "max_pool") {
-        constexpr auto c = Layer::config;
-        const reference::pool_params p{.kernel = c.kernel, .stride = c.stride, .pad = c.pad, .act = c.act};
+        const reference::pool_params p = detail::pool_params_of(Layer::config);
         if constexpr (kind == "average_pool")
           reference::average_pool(in[0], out, p);
         else
