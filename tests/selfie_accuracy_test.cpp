@@ -7,7 +7,8 @@
 // gate inputs only logistic reads at its saturation, the pre-activations only hard swish reads at -3).
 // i8 144x256 meets issue 19's figures (IoU >= 0.97, |dp| <= 0.02), asserted as they are; the others assert what
 // they reach, with margin (measured: i8 256x256 IoU 0.958 |dp| 0.026; u8 256x256 0.938 / 0.036, 144x256
-// 0.972 / 0.024): i8 256x256 is still below 0.97 / 0.02, see docs/decisions.md.
+// 0.972 / 0.024): i8 256x256 is still below 0.97 / 0.02, see docs/decisions.md. The 256x256 model in TFLite's 16x8
+// mode through the reference kernels (tools::reference_16x8) meets them: 0.9796 / 0.0098 over the six photos.
 //
 // Without the npm packages at configure time (MOSAIQ_SELFIE_DIR, MOSAIQ_FACE_API_DIR) the binary is built from
 // the MOSAIQ_SELFIE_ABSENT branch, which says so and exits 77 (ctest: skipped).
@@ -37,6 +38,7 @@ int main() {
 
 #include "mosaiq/net.hpp"
 #include "mosaiq/tools/calibrate_model.hpp"
+#include "mosaiq/tools/reference_16x8.hpp"
 #include "selfie_144x256_i8.hpp"
 #include "selfie_144x256_u8.hpp"
 #include "selfie_256_i8.hpp"
@@ -131,6 +133,33 @@ agreement measure(const char* name, const char* float_weights_path, const char* 
   return mean;
 }
 
+/// The 256x256 network in TFLite's 16x8 quantization through the reference kernels (tools::reference_16x8),
+/// calibrated min/max on the six photos as the converter's 16x8 mode would be, against the float twin on the first
+/// `photos` of them; prints each photo's figures and returns the means.
+agreement measure_16x8(int photos) {
+  using Net = selfie_256_i8::network;
+  auto float_weights = std::make_unique<tools::float_weights<Net>>();
+  REQUIRE(tools::load_float_weights<Net>(file_bytes(MOSAIQ_MODEL_SELFIE_256_I8_FLOAT_WEIGHTS), *float_weights));
+  std::vector<std::vector<float>> inputs;
+  for (int photo = 1; photo <= 6; ++photo) inputs.push_back(tools::input_from_rgb<Net>(load_photo(photo)));
+  auto network_16x8 = std::make_unique<tools::reference_16x8<Net>>();
+  REQUIRE(network_16x8->quantize(*float_weights, tools::calibrate<Net>(*float_weights, inputs)));
+  auto runner = std::make_unique<tools::float_runner<Net>>();
+  agreement mean;
+  for (int photo = 1; photo <= photos; ++photo) {
+    const std::vector<float>& input = inputs[std::size_t(photo - 1)];
+    REQUIRE(runner->run(*float_weights, std::span<const float>(input)));
+    REQUIRE(network_16x8->run(input));
+    const agreement a = compare_masks(runner->values(Net::tensor_count - 1), network_16x8->output());
+    std::printf("selfie_256_16x8 sample%d.jpg: IoU %.4f, mean |dp| %.4f\n", photo, a.iou, a.mean_abs_difference);
+    mean.iou += a.iou / photos;
+    mean.mean_abs_difference += a.mean_abs_difference / photos;
+  }
+  std::printf("selfie_256_16x8 mean over %d photos: IoU %.4f, mean |dp| %.4f\n", photos, mean.iou,
+              mean.mean_abs_difference);
+  return mean;
+}
+
 /// measure(), then the means against `bound`: IoU at least bound.iou, mean |dp| at most bound.mean_abs_difference.
 template <class Net>
 void check_against_float_twin(const char* name, const char* float_weights_path, const char* blob_path,
@@ -151,6 +180,16 @@ TEST_CASE("selfie segmentation 144x256, i8 per-channel: the mask agrees with the
   check_against_float_twin<selfie_144x256_i8::network>("selfie_144x256_i8",
                                                        MOSAIQ_MODEL_SELFIE_144X256_I8_FLOAT_WEIGHTS,
                                                        MOSAIQ_MODEL_SELFIE_144X256_I8_WEIGHTS, {0.97, 0.02});
+}
+
+// TFLite's 16x8 mode (int16 activations, int8 per-channel filters, int64 biases) on the 256x256 model through the
+// reference kernels: the oracle a 16x8 network type will be checked against, and the accuracy it reaches (IoU 0.9796,
+// mean |dp| 0.0098), asserted with issue 19's bounds. All six photos (2.4 s of CPU): sample1 alone still passes them
+// with activations on 11-bit grids, which the six-photo means do not (0.9316 / 0.0252; docs/decisions.md).
+TEST_CASE("selfie segmentation 256x256, 16x8 reference kernels: the mask agrees with the float twin") {
+  const agreement a = measure_16x8(6);
+  CHECK(a.iou >= 0.97);
+  CHECK(a.mean_abs_difference <= 0.02);
 }
 
 TEST_CASE("selfie segmentation 256x256, u8 per-tensor: the mask agrees with the float twin") {
