@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../examples/face_detection/converter.hpp"
@@ -38,6 +40,14 @@ struct photo_data {
   std::vector<std::uint8_t> pixels;  // 512x512x3, preprocessed
 };
 
+/// A model file of this process's own: ctest runs the u8 and i8 cases as two processes at once (and other builds'
+/// tests may run beside them).
+std::string temporary_model_path(const std::string& what) {
+  const unsigned tag = std::random_device{}();
+  return (std::filesystem::temp_directory_path() / ("mosaiq_face_" + what + "_" + std::to_string(tag) + ".mosaiq"))
+      .string();
+}
+
 /// Shared by the test cases: reading and calibrating once.
 struct fixture {
   std::unique_ptr<face::float_model<mosaiq::u8>> float_u8;
@@ -52,16 +62,13 @@ struct fixture {
       photos.push_back({path.filename().string(), face::network_input(face::load_rgb(path.string()))});
       inputs.push_back(face::to_float_input(photos.back().pixels));
     }
-    ranges = face::calibrate_face_model(*float_u8, inputs);
-    // The float reference detections.
+    // The float reference detections, from the calibration's own float runs.
     using net = face::ssd_mobilenet_v1<mosaiq::u8>;
-    auto runner = std::make_unique<mosaiq::tools::float_runner<net>>();
     auto scratch = std::make_unique<face::postprocess_scratch>();
-    for (const auto& input : inputs) {
-      REQUIRE(runner->run(float_u8->weights, std::span<const float>(input)));
+    const auto detect = [&](const mosaiq::tools::float_runner<net>& runner, std::size_t) {
       const auto head = [&]<mosaiq::fixed_string Box, mosaiq::fixed_string Class>() {
         return face::head_view<float>{
-            runner->template tensor<Box>().data(), runner->template tensor<Class>().data(), {}, {}};
+            runner.template tensor<Box>().data(), runner.template tensor<Class>().data(), {}, {}};
       };
       const std::array<face::head_view<float>, face::head_count> heads{
           head.template operator()<"box0", "cls0">(),
@@ -69,11 +76,12 @@ struct fixture {
           head.template operator()<"box2", "cls2">(),
           head.template operator()<"box3", "cls3">(),
           head.template operator()<"box4", "cls4">(),
-          face::head_view<float>{runner->template tensor<"box5">().data(), runner->output().data(), {}, {}}};
+          face::head_view<float>{runner.template tensor<"box5">().data(), runner.output().data(), {}, {}}};
       std::vector<face::detection> found(100);
       found.resize(face::decode_and_suppress<float>(heads, float_u8->anchors, {}, *scratch, found));
       float_detections.push_back(found);
-    }
+    };
+    ranges = face::calibrate_face_model(*float_u8, inputs, {}, detect);
   }
 };
 
@@ -148,7 +156,7 @@ void check_quantized_detector(float score_tolerance) {
   const auto source = face::read_face_api<T>(package_dir);
   const auto model = face::quantize_face_model<T>(*source, f.ranges, true, &f.inputs);
   // Through the model file, as the example loads it.
-  const std::string path = (std::filesystem::temp_directory_path() / "mosaiq_face_test.mosaiq").string();
+  const std::string path = temporary_model_path(std::is_same_v<T, mosaiq::u8> ? "u8" : "i8");
   face::save_model(*model, path);
   auto loaded = std::make_unique<face::model<T>>();
   face::load_model(path, *loaded);
@@ -203,7 +211,7 @@ TEST_CASE("face: i8 detections match the float network's on every demo photo (sc
 TEST_CASE("face: a model file for the other element type or a truncated one is rejected") {
   const auto source = face::read_face_api<mosaiq::u8>(package_dir);
   const auto model = face::quantize_face_model<mosaiq::u8>(*source, shared().ranges);
-  const std::string path = (std::filesystem::temp_directory_path() / "mosaiq_face_wrong.mosaiq").string();
+  const std::string path = temporary_model_path("wrong_type");
   face::save_model(*model, path);
   auto as_i8 = std::make_unique<face::model<mosaiq::i8>>();
   CHECK_THROWS_WITH(face::load_model(path, *as_i8), doctest::Contains("other element type"));

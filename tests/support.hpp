@@ -26,7 +26,8 @@
 #endif
 // MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1 (tests/CMakeLists.txt: the levels of MOSAIQ_TEST_BROADCAST_PATH_GRID_ISAS) runs
 // the broadcast add/mul, same-shape add and held-line grids (tests/eltwise_test.cpp) on one quantization per distinct
-// kernel path instead of all of them (docs/decisions.md, "The test suite, part 5" and "part 6").
+// kernel path instead of all of them, and the whole-map pool grid (tests/pool_test.cpp) on one channel count per
+// dense-sums path (docs/decisions.md, "The test suite, part 5", "part 6" and "part 9").
 #ifndef MOSAIQ_TEST_BROADCAST_PATH_GRIDS
 #define MOSAIQ_TEST_BROADCAST_PATH_GRIDS 0
 #endif

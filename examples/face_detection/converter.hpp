@@ -126,8 +126,16 @@ struct calibration {
   std::vector<std::vector<double>> channel_means;  ///< [tensor][channel]
 };
 
-inline calibration calibrate_face_model(const float_model<u8>& source, const std::vector<std::vector<float>>& inputs,
-                                        const tools::calibration_options& options = {}) {
+/// What calibrate_face_model does after each float run by default: nothing.
+struct no_after_run {
+  void operator()(const auto& /*runner*/, std::size_t /*input*/) const noexcept {}
+};
+
+/// `after_run(runner, i)` sees the float network's tensors for input i, so that a caller needing the float outputs
+/// too (the face test's float detections) does not run the network a second time.
+template <class AfterRun = no_after_run>
+calibration calibrate_face_model(const float_model<u8>& source, const std::vector<std::vector<float>>& inputs,
+                                 const tools::calibration_options& options = {}, AfterRun after_run = {}) {
   using net = ssd_mobilenet_v1<u8>;
   tools::calibrator<net> ranges(options);
   auto runner = std::make_unique<tools::float_runner<net>>();
@@ -135,9 +143,11 @@ inline calibration calibrate_face_model(const float_model<u8>& source, const std
   result.channel_means.resize(net::tensor_count);
   for (std::size_t t = 0; t < net::tensor_count; ++t)
     result.channel_means[t].assign(std::size_t(net::topology.tensors[t].dims.channels), 0.0);
-  for (const auto& input : inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<float>& input = inputs[i];
     if (!runner->run(source.weights, std::span<const float>(input)))
       throw std::runtime_error("calibration input of the wrong size");
+    after_run(*runner, i);
     ranges.observe(*runner);
     for (std::size_t t = 0; t < net::tensor_count; ++t) {
       const std::span<const float> values = runner->values(t);
