@@ -64,7 +64,10 @@ namespace kernels::dw {
 struct avx2_path {
   using weight_type = std::int16_t;
   static constexpr int job_channels = block;
-  static constexpr int default_tile_w = 2;  // four ymm accumulators per pixel
+  // With 16 ymm registers one pixel per tile: the compiler sums a tile's products as a tree, and the 24 products of
+  // two 3x3 pixels spill with the epilogue's constants (docs/decisions.md, "the tile's pixels per step").
+  // AVX-512 builds without VNNI (32 registers, not measured) keep two.
+  static constexpr int default_tile_w = MOSAIQ_TARGET_AVX512 ? 2 : 1;
   static constexpr bool uses_vnni = false;
   [[gnu::always_inline]] static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst,
                                                 int channels, int padded_channels, std::uint8_t flip) noexcept {
