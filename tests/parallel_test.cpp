@@ -84,6 +84,29 @@ TEST_CASE("parallel: thread_pool's free threads take the tasks a held thread wou
   }
 }
 
+// parallel_pieces keeps a thread on the same rows layer after layer only if the caller always runs task 0.
+TEST_CASE("parallel: thread_pool's caller runs task 0 of every job") {
+  for (int threads = 2; threads <= 4; ++threads) {
+    CAPTURE(threads);
+    thread_pool pool(threads);
+    const std::thread::id caller = std::this_thread::get_id();
+    int elsewhere = 0;
+    for (int job = 0; job < 200; ++job) {
+      std::atomic<bool> on_caller{false};
+      auto task = [&](std::size_t t) {
+        if (t == 0) on_caller.store(std::this_thread::get_id() == caller);
+        // Long enough for a spinning worker to claim a task while the caller publishes the job.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      };
+      pool.parallel_for(std::size_t(threads), task);
+      elsewhere += on_caller.load() ? 0 : 1;
+    }
+    CHECK(elsewhere == 0);
+  }
+}
+
 TEST_CASE("parallel: serial_executor runs the tasks in order on the caller") {
   serial_executor serial;
   std::vector<std::size_t> order;
@@ -111,6 +134,63 @@ TEST_CASE("parallel: row bands cover the rows once, in order, sizes within one")
       CHECK(next == rows);
       CHECK(largest - smallest <= 1);
     }
+}
+
+TEST_CASE("parallel: pieces split the rows as row bands, at least one a band, none under the least rows") {
+  static_assert(split_pieces(256, 2, 4, 8).count == 8 && split_pieces(32, 2, 4, 8).count == 4);
+  static_assert(split_pieces(16, 2, 4, 8).count == 2 && split_pieces(5, 4, 4, 8).count == 4);
+  for (int rows = 1; rows <= 70; ++rows)
+    for (int bands = 1; bands <= std::min(rows, 8); ++bands)
+      for (int per_band : {1, 2, 4})
+        for (int least : {1, 4, 8}) {
+          CAPTURE(rows);
+          CAPTURE(bands);
+          const row_bands pieces = split_pieces(rows, bands, per_band, least);
+          CHECK(pieces.rows == rows);
+          CHECK(pieces.count >= bands);
+          CHECK(pieces.count <= bands * per_band);
+          if (pieces.count > bands) CHECK(rows / pieces.count >= least);
+          // The most pieces within both bounds.
+          if (pieces.count < bands * per_band) CHECK(rows / (pieces.count + 1) < least);
+        }
+}
+
+// Every piece runs once, with a slot no other piece uses at the same time; a thread held inside its first piece
+// leaves the job's other pieces to the free threads.
+TEST_CASE("parallel: parallel_pieces runs each piece once on its task's slot; free threads take a held one's") {
+  for (int threads = 1; threads <= 4; ++threads)
+    for (std::size_t slots = 1; slots <= std::size_t(threads); ++slots)
+      for (std::size_t pieces : {slots, slots + 1, 4 * slots, 4 * slots + 3}) {
+        CAPTURE(threads);
+        CAPTURE(slots);
+        CAPTURE(pieces);
+        thread_pool pool(threads);
+        std::array<std::atomic<int>, 32> runs{};
+        std::array<std::atomic<int>, 8> in_slot{};
+        std::atomic<bool> shared_slot{false}, bad_slot{false};
+        std::atomic<std::size_t> finished{0};
+        std::atomic<int> holders{0};
+        std::atomic<bool> holder_saw_all{false};
+        const bool hold = threads > 1 && slots > 1;
+        auto piece = [&](std::size_t p, std::size_t slot) {
+          if (slot >= slots) bad_slot.store(true);
+          if (in_slot[slot % 8].fetch_add(1) != 0) shared_slot.store(true);
+          if (hold && holders.fetch_add(1) == 0) {
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (finished.load() != pieces - 1 && std::chrono::steady_clock::now() < give_up)
+              std::this_thread::yield();
+            holder_saw_all.store(finished.load() == pieces - 1);
+          }
+          runs[p].fetch_add(1);
+          in_slot[slot % 8].fetch_sub(1);
+          finished.fetch_add(1);
+        };
+        parallel_pieces(pool, pieces, slots, piece);
+        for (std::size_t p = 0; p < runs.size(); ++p) CHECK(runs[p].load() == (p < pieces ? 1 : 0));
+        CHECK_FALSE(shared_slot.load());
+        CHECK_FALSE(bad_slot.load());
+        CHECK(holder_saw_all.load() == hold);
+      }
 }
 
 // A tensor in a buffer with `extra` unused elements after every pixel's channels (a strided view)

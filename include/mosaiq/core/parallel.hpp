@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
@@ -44,6 +45,24 @@ class task_function {
  private:
   const void* object_;
   void (*call_)(const void*, std::size_t);
+};
+
+/// A non-owning reference to a callable `void(std::size_t piece, std::size_t slot)`, as task_function.
+class piece_function {
+ public:
+  template <class F>
+  requires(!std::same_as<std::remove_cvref_t<F>, piece_function> && std::invocable<F&, std::size_t, std::size_t>)
+      piece_function(F& fn)
+  noexcept  // NOLINT(google-explicit-constructor): built at every call site
+      : object_(static_cast<const void*>(std::addressof(fn))),
+        call_([](const void* o, std::size_t piece, std::size_t slot) {
+          (*static_cast<F*>(const_cast<void*>(o)))(piece, slot);
+        }) {}
+  void operator()(std::size_t piece, std::size_t slot) const { call_(object_, piece, slot); }
+
+ private:
+  const void* object_;
+  void (*call_)(const void*, std::size_t, std::size_t);
 };
 
 /// What the library needs of a thread pool. `thread_count()` is at least 1 and decides how work is
@@ -87,14 +106,13 @@ struct row_bands {
   }
 };
 
-/// The calling thread and `threads - 1` workers on std::jthread, created once. A job's tasks are claimed
-/// one at a time from a shared counter (a compare-and-swap on one cache line), by the caller and by every
-/// worker that is awake, so a worker the OS has not scheduled yet delays nothing: the caller runs the
-/// tasks left and returns once every claimed task has returned (results depend on the tasks, never on
-/// which thread runs them). Workers spin for a short while after a job (the next layer follows within
-/// microseconds) and then sleep on an atomic wait. No heap after construction; the destructor stops and
-/// joins the workers. One parallel_for at a time: calls from several threads at once must be serialized
-/// by the caller.
+/// The calling thread and `threads - 1` workers on std::jthread, created once. The caller runs a job's task
+/// 0; the others are claimed one at a time from a shared counter (a compare-and-swap on one cache line), by
+/// the caller and by every worker that is awake, so a worker the OS has not scheduled yet delays nothing: the caller
+/// runs the tasks left and returns once every claimed task has returned (results depend on the tasks, never on which
+/// thread runs them). Workers spin for a short while after a job (the next layer follows within microseconds) and then
+/// sleep on an atomic wait. No heap after construction; the destructor stops and joins the workers. One parallel_for at
+/// a time: calls from several threads at once must be serialized by the caller.
 class thread_pool {
  public:
   /// `threads` (at least 1) includes the caller: thread_pool(2) starts one worker.
@@ -124,8 +142,12 @@ class thread_pool {
     done_.store(0, std::memory_order_relaxed);
     tasks_.store(tasks, std::memory_order_release);
     const std::uint64_t generation = ++generation_;
-    claims_.store(generation << 32, std::memory_order_release);  // publishes job_, tasks_ and done_
+    // Published with task 0 claimed: it is always the caller's (parallel_pieces relies on it to keep rows on
+    // one core from layer to layer).
+    claims_.store(generation << 32 | 1, std::memory_order_release);  // publishes job_, tasks_ and done_
     claims_.notify_all();
+    fn(0);
+    done_.fetch_add(1, std::memory_order_acq_rel);
     run_claimed(generation, fn, tasks);
     std::size_t finished = done_.load(std::memory_order_acquire);
     while (finished != tasks) finished = wait_for_change(done_, finished);
@@ -212,6 +234,81 @@ void parallel_rows(E& exec, int rows, F&& fn) {
   const row_bands bands = row_bands::split(rows, exec.thread_count());
   auto task = [&](std::size_t t) { fn(bands[static_cast<int>(t)], t); };
   exec.parallel_for(static_cast<std::size_t>(bands.count), task);
+}
+
+/// `rows` split into pieces for `bands` tasks: up to `per_task` pieces a task, none under `min_rows` rows
+/// (never fewer pieces than bands). A pure function of its arguments, like row_bands::split.
+constexpr row_bands split_pieces(int rows, int bands, int per_task, int min_rows) noexcept {
+  const int fitting = rows / std::max(1, min_rows);
+  return row_bands::split(rows, std::max(bands, std::min(bands * per_task, fitting)));
+}
+
+namespace detail {
+/// Pieces [next, end) of one task, taken from the front by the task and from the back by tasks that ran out of
+/// their own: both ends in one word, so that a take is one compare-and-swap. Alone on its cache line.
+class alignas(64) piece_range {
+ public:
+  void assign(std::size_t first, std::size_t last) noexcept {
+    word_.store(std::uint64_t(last) << 32 | first, std::memory_order_relaxed);
+  }
+  bool take_front(std::size_t& piece) noexcept { return take(piece, true); }
+  bool take_back(std::size_t& piece) noexcept { return take(piece, false); }
+
+ private:
+  bool take(std::size_t& piece, bool front) noexcept {
+    std::uint64_t word = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::uint64_t next = word & 0xFFFFFFFFu, end = word >> 32;
+      if (next >= end) return false;
+      const std::uint64_t taken = front ? word + 1 : word - (std::uint64_t(1) << 32);
+      if (word_.compare_exchange_weak(word, taken, std::memory_order_relaxed)) {
+        piece = static_cast<std::size_t>(front ? next : end - 1);
+        return true;
+      }
+    }
+  }
+  std::atomic<std::uint64_t> word_{0};
+};
+
+/// The pieces of one parallel_pieces call, a consecutive run of them owned by each task.
+class piece_ranges {
+ public:
+  static constexpr std::size_t most_slots = 64;
+  piece_ranges(std::size_t pieces, std::size_t slots) noexcept : slots_(std::min({slots, pieces, most_slots})) {
+    const row_bands owned = row_bands::split(static_cast<int>(pieces), static_cast<int>(slots_));
+    for (std::size_t s = 0; s < slots_; ++s)
+      ranges_[s].assign(std::size_t(owned[int(s)].first), std::size_t(owned[int(s)].last));
+  }
+  std::size_t slots() const noexcept { return slots_; }
+  /// Task `slot`: its own pieces first to last, then the last pieces left to the others. Not inlined, and
+  /// `each` is type-erased: a network's per-layer code stays about as small as with one band per task (a
+  /// larger unit changes what the compiler inlines in the kernels).
+  [[gnu::noinline]] void run(std::size_t slot, piece_function each) {
+    std::size_t piece = 0;
+    while (ranges_[slot].take_front(piece)) each(piece, slot);
+    for (std::size_t other = 1; other < slots_; ++other)
+      while (ranges_[(slot + other) % slots_].take_back(piece)) each(piece, slot);
+  }
+
+ private:
+  std::size_t slots_;
+  std::array<piece_range, most_slots> ranges_;
+};
+}  // namespace detail
+
+/// Calls fn(piece, slot) once for every piece in [0, pieces), on `slots` tasks of the executor: task s owns
+/// the s-th of `slots` consecutive runs of pieces (as row_bands splits rows) and takes them first to last,
+/// then takes the last pieces left to other tasks; `slot` is the task's (its workspace slice). So a thread
+/// that starts late, or loses its CPU for a while, holds back at most the piece it is on, while on a pool
+/// whose threads keep their task (thread_pool: the caller runs task 0) each thread works on the same rows
+/// layer after layer, which its core's caches still hold. pthreadpool, under XNNPACK, splits its loops the
+/// same way. Which thread runs a piece never changes a result.
+template <parallel_executor E, class F>
+void parallel_pieces(E& exec, std::size_t pieces, std::size_t slots, F&& fn) {
+  detail::piece_ranges ranges(pieces, slots);
+  const piece_function each(fn);
+  auto task = [&](std::size_t slot) { ranges.run(slot, each); };
+  exec.parallel_for(ranges.slots(), task);
 }
 
 /// Bytes between two bands' workspace slices: a whole number of cache lines, so that no two threads

@@ -453,6 +453,12 @@ class network {
     }
   }
 
+  /// A layer or row run in B > 1 bands runs as pieces of at least min_piece_rows rows, up to
+  /// pieces_per_band of them a band, claimed by B tasks (parallel_pieces): a thread that starts late or is
+  /// descheduled holds back one piece, not its whole band. Smaller pieces rebuild more rows at their edges.
+  static constexpr int pieces_per_band = 4;
+  static constexpr int min_piece_rows = 8;
+
   // ------------------------------------------------------------------------------------------
   // Row runs. Consecutive op layers of one output height, each after the first row_local, run as one
   // parallel_for on threads: the thread of band t takes band t through every layer of the run, so a run
@@ -1619,15 +1625,15 @@ class network {
     };
     const int bands = row_run_bands<First>(threads);
     if (bands <= 1) return every_layer(scratch, nullptr);
-    const row_bands split = row_bands::split(topology.layers[First].dims.height, bands);
-    auto task = [&](std::size_t t) {
-      const row_band band = split[static_cast<int>(t)];
+    const row_bands pieces = split_pieces(topology.layers[First].dims.height, bands, pieces_per_band, min_piece_rows);
+    auto piece = [&](std::size_t p, std::size_t slot) {
+      const row_band band = pieces[static_cast<int>(p)];
       std::span<std::byte> slice;
-      if constexpr (workspace.bytes != 0) slice = scratch.subspan(t * workspace.slice_stride);
+      if constexpr (workspace.bytes != 0) slice = scratch.subspan(slot * workspace.slice_stride);
       every_layer(slice, &band);
     };
     observer.before(First);
-    exec.parallel_for(static_cast<std::size_t>(bands), task);
+    parallel_pieces(exec, static_cast<std::size_t>(pieces.count), static_cast<std::size_t>(bands), piece);
     observer.after(std::size_t(run.last), arena);
   }
 
@@ -1764,15 +1770,16 @@ class network {
                         std::span<std::byte> scratch, E& exec, int threads) {
     using layer_types = types<I>;
     if constexpr (layer_types::splits) {
-      const row_bands bands = row_bands::split(layer_types::split_rows, layer_bands<I>(threads));
-      if (bands.count > 1) {
-        auto band = [&](std::size_t t) {
+      const int bands = layer_bands<I>(threads);
+      if (bands > 1) {
+        const row_bands pieces = split_pieces(layer_types::split_rows, bands, pieces_per_band, min_piece_rows);
+        auto piece = [&](std::size_t p, std::size_t slot) {
           std::span<std::byte> slice;
           if constexpr (layer_types::slice_bytes != 0)
-            slice = scratch.subspan(t * layer_types::slice_stride, layer_types::slice_bytes);
-          layer_types::exec::run_rows(state, inputs, out, slice, bands[static_cast<int>(t)]);
+            slice = scratch.subspan(slot * layer_types::slice_stride, layer_types::slice_bytes);
+          layer_types::exec::run_rows(state, inputs, out, slice, pieces[static_cast<int>(p)]);
         };
-        exec.parallel_for(static_cast<std::size_t>(bands.count), band);
+        parallel_pieces(exec, static_cast<std::size_t>(pieces.count), static_cast<std::size_t>(bands), piece);
         return;
       }
     }
