@@ -31,39 +31,27 @@
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
-/// A non-owning reference to a callable `void(std::size_t task)`: two pointers, no heap, so a pool
-/// can take it without allocating. The callable must outlive the parallel_for call.
-class task_function {
+/// A non-owning reference to a callable `void(Args...)`: two pointers, no heap, so a pool can take it
+/// without allocating. The callable must outlive the call it is passed to.
+template <class... Args>
+class function_ref {
  public:
   template <class F>
-  requires(!std::same_as<std::remove_cvref_t<F>, task_function> && std::invocable<F&, std::size_t>) task_function(F& fn)
+  requires(!std::same_as<std::remove_cvref_t<F>, function_ref> && std::invocable<F&, Args...>) function_ref(F& fn)
   noexcept  // NOLINT(google-explicit-constructor): built at every call site
       : object_(static_cast<const void*>(std::addressof(fn))),
-        call_([](const void* o, std::size_t task) { (*static_cast<F*>(const_cast<void*>(o)))(task); }) {}
-  void operator()(std::size_t task) const { call_(object_, task); }
+        call_([](const void* o, Args... args) { (*static_cast<F*>(const_cast<void*>(o)))(args...); }) {}
+  void operator()(Args... args) const { call_(object_, args...); }
 
  private:
   const void* object_;
-  void (*call_)(const void*, std::size_t);
+  void (*call_)(const void*, Args...);
 };
 
-/// A non-owning reference to a callable `void(std::size_t piece, std::size_t slot)`, as task_function.
-class piece_function {
- public:
-  template <class F>
-  requires(!std::same_as<std::remove_cvref_t<F>, piece_function> && std::invocable<F&, std::size_t, std::size_t>)
-      piece_function(F& fn)
-  noexcept  // NOLINT(google-explicit-constructor): built at every call site
-      : object_(static_cast<const void*>(std::addressof(fn))),
-        call_([](const void* o, std::size_t piece, std::size_t slot) {
-          (*static_cast<F*>(const_cast<void*>(o)))(piece, slot);
-        }) {}
-  void operator()(std::size_t piece, std::size_t slot) const { call_(object_, piece, slot); }
-
- private:
-  const void* object_;
-  void (*call_)(const void*, std::size_t, std::size_t);
-};
+/// `void(std::size_t task)`: what parallel_for runs.
+using task_function = function_ref<std::size_t>;
+/// `void(std::size_t piece, std::size_t slot)`: what parallel_pieces runs.
+using piece_function = function_ref<std::size_t, std::size_t>;
 
 /// What the library needs of a thread pool. `thread_count()` is at least 1 and decides how work is
 /// split; `parallel_for` may run tasks on any threads in any order, but each exactly once, and
