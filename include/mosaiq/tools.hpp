@@ -9,4 +9,5 @@
 #include "mosaiq/tools/float_blob.hpp"
 #include "mosaiq/tools/float_network.hpp"
 #include "mosaiq/tools/quantize.hpp"
+#include "mosaiq/tools/quantize_16x8.hpp"
 #include "mosaiq/tools/reference_16x8.hpp"

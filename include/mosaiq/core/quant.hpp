@@ -153,15 +153,15 @@ constexpr T requantize(std::int32_t acc, requant_scale s, std::int32_t output_ze
   return static_cast<T>(v);
 }
 
-/// Quantize a real value with round-half-away (TFLite's Quantize helper).
-template <quantized_element T>
+/// Quantize a real value with round-half-away (TFLite's Quantize helper); i16 is the 16x8 mode's (zero point 0).
+template <network_element T>
 inline T quantize_value(float real, quant_params p) noexcept {
   const float q = static_cast<float>(p.zero_point) + std::round(real / p.scale);
   const float lo = static_cast<float>(element_traits<T>::min), hi = static_cast<float>(element_traits<T>::max);
   return static_cast<T>(static_cast<std::int32_t>(q < lo ? lo : q > hi ? hi : q));
 }
 
-template <quantized_element T>
+template <network_element T>
 constexpr float dequantize_value(T q, quant_params p) noexcept {
   return p.scale * static_cast<float>(static_cast<std::int32_t>(q) - p.zero_point);
 }

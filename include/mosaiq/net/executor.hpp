@@ -50,7 +50,7 @@
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
-template <class Layer, quantized_element T, rounding R, shape In, shape Out>
+template <class Layer, network_element T, rounding R, shape In, shape Out>
 struct executor;
 
 template <class T, std::size_t N>

@@ -39,8 +39,9 @@ struct fixed_string {
 };
 
 /// The network input: element type, shape, the rounding every layer requantizes with, and the most
-/// threads a run may use (the arena holds that many workspace slices per layer that needs one).
-template <quantized_element T, int Height, int Width, int Channels, rounding Round = rounding::tflite_reference,
+/// threads a run may use (the arena holds that many workspace slices per layer that needs one). The element is u8,
+/// i8, or i16 for TFLite's 16x8 mode (net/executor_16x8.hpp: its layers, zero points 0).
+template <network_element T, int Height, int Width, int Channels, rounding Round = rounding::tflite_reference,
           int MaxThreads = 1, banding Banding = banding::off()>
 struct input {
   static_assert(Height > 0 && Width > 0 && Channels > 0, "mosaiq::input: every extent must be positive");
@@ -56,6 +57,9 @@ struct input {
   /// The same input with a banding choice (net/banding.hpp): `...::with_banding<mosaiq::banding::automatic()>`.
   template <banding B>
   using with_banding = input<T, Height, Width, Channels, Round, MaxThreads, B>;
+  /// The same input with another element type: `...::with_element<mosaiq::i16>` (the 16x8 twin of an 8-bit one).
+  template <network_element E>
+  using with_element = input<E, Height, Width, Channels, Round, MaxThreads, Banding>;
 };
 
 /// What a layer is in the layer list: an op makes a new tensor; a tap names the current tensor;
@@ -96,13 +100,13 @@ struct output_quant_weights {
 };
 
 /// uint8 convolutions are per-tensor (one filter scale), int8 ones per output channel.
-template <quantized_element T>
+template <network_element T>
 constexpr std::size_t filter_scale_count(int output_channels) noexcept {
   return std::same_as<T, u8> ? 1 : static_cast<std::size_t>(output_channels);
 }
 
 /// Weights of conv2d, depthwise and pointwise, in the layouts the reference ops take.
-template <quantized_element T, std::size_t FilterElements, int OutputChannels>
+template <network_element T, std::size_t FilterElements, int OutputChannels>
 struct conv_weights {
   std::array<T, FilterElements> filter{};
   std::array<std::int32_t, static_cast<std::size_t>(OutputChannels)> bias{};
@@ -111,6 +115,18 @@ struct conv_weights {
   quant_params output{};
   constexpr auto fields() noexcept { return std::tie(filter, bias, filter_scales, filter_zero_point, output); }
   constexpr auto fields() const noexcept { return std::tie(filter, bias, filter_scales, filter_zero_point, output); }
+};
+
+/// Weights of conv-like layers in a 16x8 (i16) network, TFLite's 16x8 mode: int8 symmetric per-channel filters and
+/// int64 biases (the accumulator of a 16x8 layer is int64 in TFLite); the output quantization has zero point 0.
+template <std::size_t FilterElements, int OutputChannels>
+struct conv_weights<i16, FilterElements, OutputChannels> {
+  std::array<i8, FilterElements> filter{};
+  std::array<std::int64_t, static_cast<std::size_t>(OutputChannels)> bias{};
+  std::array<float, static_cast<std::size_t>(OutputChannels)> filter_scales{};
+  quant_params output{};
+  constexpr auto fields() noexcept { return std::tie(filter, bias, filter_scales, output); }
+  constexpr auto fields() const noexcept { return std::tie(filter, bias, filter_scales, output); }
 };
 
 constexpr bool fits(shape s) noexcept { return s.height > 0 && s.width > 0 && s.channels > 0; }
@@ -152,7 +168,7 @@ struct conv2d {
     const std::uint64_t taps = std::uint64_t(Config.kernel.h) * Config.kernel.w * in.channels;
     return {count(out) * taps, taps * out.channels, std::uint64_t(out.channels)};
   }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights =
       conv_weights<T, std::size_t(Out.channels) * Config.kernel.h * Config.kernel.w * In.channels, Out.channels>;
 };
@@ -175,7 +191,7 @@ struct depthwise {
     const std::uint64_t taps = std::uint64_t(Config.kernel.h) * Config.kernel.w;
     return {count(out) * taps, taps * out.channels, std::uint64_t(out.channels)};
   }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = conv_weights<T, std::size_t(Config.kernel.h) * Config.kernel.w * Out.channels, Out.channels>;
 };
 
@@ -197,7 +213,7 @@ struct pointwise {
     return {count(out) * std::uint64_t(in.channels), std::uint64_t(in.channels) * out.channels,
             std::uint64_t(out.channels)};
   }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = conv_weights<T, std::size_t(Out.channels) * In.channels, Out.channels>;
 };
 
@@ -235,7 +251,7 @@ struct transpose_conv {
     return {std::uint64_t(in.pixels()) * taps * std::uint64_t(out.channels), taps * out.channels,
             std::uint64_t(out.channels)};
   }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights =
       conv_weights<T, std::size_t(Out.channels) * Config.kernel.h * Config.kernel.w * In.channels, Out.channels>;
 };
@@ -267,7 +283,7 @@ struct pool_layer {
   static constexpr layer_cost cost(shape, shape out) noexcept {
     return {count(out) * std::uint64_t(Config.kernel.h) * Config.kernel.w, 0, 0};
   }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = no_weights;
 };
 
@@ -288,7 +304,7 @@ struct global_average_pool {
 
   static constexpr shape_result infer(const std::array<shape, 1>& in) noexcept { return {{1, 1, in[0].channels}}; }
   static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = output_quant_weights;
 };
 
@@ -309,7 +325,7 @@ struct resize_layer {
   }
   /// Bilinear: four weighted taps per output element; nearest: none.
   static constexpr layer_cost cost(shape, shape out) noexcept { return {count(out) * TapsPerOutput, 0, 0}; }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = no_weights;
 };
 
@@ -341,7 +357,7 @@ struct softmax {
   }
   /// One exponential-table lookup and accumulate per element.
   static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = no_weights;
 };
 
@@ -360,7 +376,7 @@ struct log_softmax {
   }
   /// One exponential-table lookup and accumulate per element.
   static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = no_weights;
 };
 
@@ -376,7 +392,7 @@ struct logistic {
   static constexpr shape_result infer(const std::array<shape, 1>& in) noexcept { return {in[0]}; }
   /// One table lookup per element.
   static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = no_weights;
 };
 
@@ -391,7 +407,7 @@ struct hard_swish {
   static constexpr shape_result infer(const std::array<shape, 1>& in) noexcept { return {in[0]}; }
   /// One table lookup per element.
   static constexpr layer_cost cost(shape in, shape) noexcept { return {count(in), 0, 0}; }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = output_quant_weights;
 };
 
@@ -447,7 +463,7 @@ struct broadcasting_layer {
     return broadcast_output(in[0], in[1]);
   }
   static constexpr layer_cost cost(shape, shape out) noexcept { return {count(out), 0, 0}; }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = output_quant_weights;
 };
 
@@ -482,7 +498,7 @@ struct concat {
     return {out};
   }
   static constexpr layer_cost cost(shape, shape) noexcept { return {}; }
-  template <quantized_element T, shape In, shape Out>
+  template <network_element T, shape In, shape Out>
   using weights = output_quant_weights;
 };
 

@@ -38,6 +38,7 @@
 #include "mosaiq/core/types.hpp"
 #include "mosaiq/net/bands.hpp"
 #include "mosaiq/net/executor.hpp"
+#include "mosaiq/net/executor_16x8.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/plan.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -244,7 +245,7 @@ struct planned_layer<layers::conv2d<C>, Plan> {
 /// The layer kinds a network takes as weights but that carry none: tap and from.
 struct no_state {};
 
-template <class Layer, quantized_element T, rounding R, shape In, shape Out, int MaxThreads>
+template <class Layer, network_element T, rounding R, shape In, shape Out, int MaxThreads>
 struct layer_types {
   using weights = layers::no_weights;
   using state = no_state;
@@ -255,8 +256,12 @@ struct layer_types {
   static constexpr std::size_t scratch_bytes = 0;
 };
 
-template <op_layer Layer, quantized_element T, rounding R, shape In, shape Out, int MaxThreads>
+template <op_layer Layer, network_element T, rounding R, shape In, shape Out, int MaxThreads>
 struct layer_types<Layer, T, R, In, Out, MaxThreads> {
+  static_assert(!std::same_as<T, i16> || has_16x8_executor<Layer>,
+                "mosaiq::network: this layer kind has no 16x8 executor yet (an i16 network takes conv2d, depthwise, "
+                "pointwise, transpose_conv, average_pool, resize_bilinear, logistic, hard_swish, add and mul; "
+                "net/executor_16x8.hpp)");
   using exec = executor<Layer, T, R, In, Out>;
   using weights = typename Layer::template weights<T, In, Out>;
   using state = typename exec::state;
@@ -364,6 +369,9 @@ class network {
   static constexpr int max_threads = Input::max_threads;
   /// The banding choice the network was declared with (Input::with_banding<...>; net/banding.hpp).
   static constexpr banding band_plan = Input::bands;
+  static_assert(!std::same_as<element_type, i16> || Input::bands.how == banding::choice::off,
+                "mosaiq::network: an i16 (16x8) network runs layer by layer for now: its executors have no row bands "
+                "(net/executor_16x8.hpp); leave the banding off");
   static constexpr std::size_t layer_count = sizeof...(Layers);
   static_assert(layer_count >= 1, "mosaiq::network: give at least one layer");
 
@@ -555,10 +563,12 @@ class network {
     for (const layer_cost& c : layer_costs) total += c.filter_elements + c.bias_elements;
     return total;
   }();
-  /// Bytes of filters (8-bit) and biases (int32).
+  /// Bytes of filters (8-bit) and biases (int32; int64 in a 16x8 network).
   static constexpr std::uint64_t weight_bytes = [] {
+    constexpr std::uint64_t filter_bytes = std::same_as<T, i16> ? 1 : sizeof(T);
+    constexpr std::uint64_t bias_bytes = std::same_as<T, i16> ? 8 : 4;
     std::uint64_t total = 0;
-    for (const layer_cost& c : layer_costs) total += c.filter_elements * sizeof(T) + c.bias_elements * 4;
+    for (const layer_cost& c : layer_costs) total += c.filter_elements * filter_bytes + c.bias_elements * bias_bytes;
     return total;
   }();
 
@@ -1234,6 +1244,10 @@ class network {
   /// The same layers planned for runs on up to N threads: `Net::with_max_threads<4>` (generated networks too).
   template <int N>
   using with_max_threads = network<typename Input::template with_max_threads<N>, Layers...>;
+  /// The same layers with another activation element: `Net::with_element<mosaiq::i16>` is the 16x8 twin of an 8-bit
+  /// network (generated networks too), as tools::reference_16x8<Net> runs it.
+  template <network_element E>
+  using with_element = network<typename Input::template with_element<E>, Layers...>;
 
   /// The same figures for the network run layer by layer (banding::off(): every map whole, the GEMMs'
   /// speed-default blocks), and what the plan saves (0 without bands).
@@ -1485,7 +1499,10 @@ class network {
  private:
   static void write_header(detail::byte_writer& out) {
     const char magic[8] = {'M', 'O', 'S', 'A', 'I', 'Q', 'N', 'W'};
-    const std::uint32_t version = 1, byte_order = 0x01020304, element = std::is_same_v<T, u8> ? 0 : 1;
+    const std::uint32_t version = 1, byte_order = 0x01020304,
+                        element = std::is_same_v<T, u8>   ? 0
+                                  : std::is_same_v<T, i8> ? 1
+                                                          : 2;
     const auto layers = static_cast<std::uint32_t>(layer_count), rounding_mode = static_cast<std::uint32_t>(round);
     out.put(magic, sizeof magic);
     for (const std::uint32_t v : {version, byte_order, element, rounding_mode, layers}) out.put(&v, sizeof v);
@@ -1548,7 +1565,8 @@ class network {
 
   template <std::size_t Tensor>
   static tensor_view<T> arena_view(std::span<std::byte> arena) noexcept {
-    // std::byte storage read as 8-bit elements: u8 and i8 may alias any object representation.
+    // std::byte storage read as elements: u8 and i8 may alias any object representation; the int16 elements of a
+    // 16x8 network live in the arena's bytes as in any byte buffer that provides storage.
     return tensor_view<T>(reinterpret_cast<T*>(arena.data() + tensor_offset(Tensor)), topology.tensors[Tensor].dims);
   }
 

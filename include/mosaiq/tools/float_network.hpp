@@ -25,6 +25,7 @@
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/network.hpp"
+#include "mosaiq/net/reference_params.hpp"
 #include "mosaiq/reference/conv.hpp"
 #include "mosaiq/reference/depthwise.hpp"
 #include "mosaiq/reference/eltwise.hpp"
@@ -61,7 +62,6 @@ concept has_filter = requires(W w) {
   w.filter;
   w.bias;
   w.filter_scales;
-  w.filter_zero_point;
 };
 
 /// Quantized weights that carry the layer's output quantization.
@@ -101,27 +101,12 @@ auto float_weights_tuple(std::index_sequence<I...>)
 template <class>
 inline constexpr bool unsupported_layer = false;
 
-/// The reference kernels' parameters of a layer config (the float and the 16x8 runners call the same kernels' twins).
-template <class Config>
-constexpr reference::conv2d_params conv2d_params_of(const Config& c) noexcept {
-  return {.kernel = c.kernel, .stride = c.stride, .dilation = c.dilation, .pad = c.pad};
-}
-template <class Config>
-constexpr reference::depthwise_params depthwise_params_of(const Config& c) noexcept {
-  return {.kernel = c.kernel,
-          .stride = c.stride,
-          .dilation = c.dilation,
-          .pad = c.pad,
-          .depth_multiplier = c.depth_multiplier};
-}
-template <class Config>
-constexpr reference::transpose_conv_params transpose_conv_params_of(const Config& c) noexcept {
-  return {.kernel = c.kernel, .stride = c.stride, .padding = c.padding};
-}
-template <class Config>
-constexpr reference::pool_params pool_params_of(const Config& c) noexcept {
-  return {.kernel = c.kernel, .stride = c.stride, .pad = c.pad, .act = c.act};
-}
+/// The reference kernels' parameters of a layer config (net/reference_params.hpp: the float and the 16x8 runners and
+/// the 16x8 network's executors call the same kernels' twins).
+using mosaiq::detail::conv2d_params_of;
+using mosaiq::detail::depthwise_params_of;
+using mosaiq::detail::pool_params_of;
+using mosaiq::detail::transpose_conv_params_of;
 
 }  // namespace detail
 

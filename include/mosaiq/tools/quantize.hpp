@@ -317,6 +317,7 @@ struct quantize_options {
 /// result). Returns false after reporting through mosaiq::require when sizes or scales are
 /// unusable; `out` is then partly written.
 template <class Net>
+requires quantized_element<typename Net::element_type>
 bool quantize_network(const float_weights<Net>& fw, const std::array<float_range, Net::tensor_count>& ranges,
                       typename Net::weights& out, const quantize_options& options = {}) {
   using T = typename Net::element_type;
@@ -335,11 +336,11 @@ bool quantize_network(const float_weights<Net>& fw, const std::array<float_range
 }
 
 /// The same, into a new heap object (Net::weights holds every filter by value and may be large).
-/// Null when quantization failed.
+/// Null when quantization failed. (i16 networks: tools/quantize_16x8.hpp.)
 template <class Net>
-std::unique_ptr<typename Net::weights> quantize_network(const float_weights<Net>& fw,
-                                                        const std::array<float_range, Net::tensor_count>& ranges,
-                                                        const quantize_options& options = {}) {
+requires quantized_element<typename Net::element_type> std::unique_ptr<typename Net::weights> quantize_network(
+    const float_weights<Net>& fw, const std::array<float_range, Net::tensor_count>& ranges,
+    const quantize_options& options = {}) {
   auto out = std::make_unique<typename Net::weights>();
   if (!quantize_network<Net>(fw, ranges, *out, options)) return nullptr;
   return out;
@@ -367,7 +368,7 @@ quant_params output_quant(const typename Net::weights& w) {
 
 /// real -> T: zero point + round(real / scale) (half away from zero), clamped. Views of equal
 /// shape and batch (any strides); misuse is reported and nothing is written.
-template <quantized_element T>
+template <network_element T>
 void quantize(tensor_view<const float> in, tensor_view<T> out, quant_params q) {
   if (!check_view(in, "tools::quantize: input") || !check_view(out, "tools::quantize: output") ||
       !require(in.dims() == out.dims() && in.batch() == out.batch(), errc::shape_mismatch,
@@ -379,7 +380,7 @@ void quantize(tensor_view<const float> in, tensor_view<T> out, quant_params q) {
         for (int c = 0; c < in.channels(); ++c) out(n, y, x, c) = quantize_value<T>(in(n, y, x, c), q);
 }
 
-template <quantized_element T>
+template <network_element T>
 std::vector<T> quantize(std::span<const float> values, quant_params q) {
   std::vector<T> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = quantize_value<T>(values[i], q);
@@ -388,7 +389,7 @@ std::vector<T> quantize(std::span<const float> values, quant_params q) {
 
 /// T -> real: scale * (q - zero point).
 template <class U>
-requires quantized_element<std::remove_const_t<U>>
+requires network_element<std::remove_const_t<U>>
 void dequantize(tensor_view<U> in, tensor_view<float> out, quant_params q) {
   if (!check_view(in, "tools::dequantize: input") || !check_view(out, "tools::dequantize: output") ||
       !require(in.dims() == out.dims() && in.batch() == out.batch(), errc::shape_mismatch,
@@ -401,7 +402,7 @@ void dequantize(tensor_view<U> in, tensor_view<float> out, quant_params q) {
 }
 
 template <class U>
-requires quantized_element<std::remove_const_t<U>> std::vector<float> dequantize(std::span<U> values, quant_params q) {
+requires network_element<std::remove_const_t<U>> std::vector<float> dequantize(std::span<U> values, quant_params q) {
   std::vector<float> out(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = dequantize_value(values[i], q);
   return out;

@@ -1,0 +1,213 @@
+// How each layer of a 16x8 (i16) network runs: TFLite's 16x8 mode, int16 activations with zero point 0, int8
+// per-channel filters, int64 biases. For now every executor calls the int16 reference kernel of its op
+// (reference/int16.hpp): exact, plain scalar loops, no speed; SIMD 16x8 kernels replace them op by op, each
+// bit-exact with the reference it replaces. tools::reference_16x8<Net> runs the same references layer by layer and
+// is the oracle these executors are tested against (tests/net16_test.cpp).
+//
+// The executor contract is net/executor.hpp's. Every executor here runs whole on one thread (no run_rows), so a 16x8
+// network has no row bands, row runs or band chains yet. The requantization parameters are built once at prepare();
+// a run does not allocate (the transposed convolution's int64 accumulators are the layer's planned workspace).
+//
+// Layer kinds without a 16x8 executor (max pool, MEAN, nearest resize, softmax, log-softmax, concat) are refused at
+// compile time by the network (has_16x8_executor).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "mosaiq/core/error.hpp"
+#include "mosaiq/core/quant.hpp"
+#include "mosaiq/core/tensor.hpp"
+#include "mosaiq/core/types.hpp"
+#include "mosaiq/net/executor.hpp"
+#include "mosaiq/net/layers.hpp"
+#include "mosaiq/net/reference_params.hpp"
+#include "mosaiq/reference/int16.hpp"
+#include "mosaiq/reference/transpose_conv.hpp"
+#include "mosaiq/simd/target.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
+
+namespace detail {
+
+/// The 16x8 mode's one quantization rule the network checks at prepare(): every zero point 0. Reports through
+/// mosaiq::require; a layer prepared from a non-zero zero point gets invalid params, which its kernel refuses.
+template <std::size_t N>
+bool zero_points_16x8(const std::array<quant_params, N>& inputs, quant_params output) {
+  bool zero = output.zero_point == 0;
+  for (const quant_params& q : inputs) zero = zero && q.zero_point == 0;
+  return require(zero, errc::invalid_argument,
+                 "mosaiq::network (i16): 16x8 tensors have zero point 0 (the input quantization or a layer's output)");
+}
+
+/// Conv-like 16x8 layers: pointers to the weights' int8 filter and int64 bias, the per-channel multipliers.
+struct conv_state_16x8 {
+  const i8* filter = nullptr;
+  const std::int64_t* bias = nullptr;
+  reference::conv_requant_16x8 requant;
+  quant_params output{};
+};
+
+template <activation Act>
+struct conv_executor_16x8 : plain_executor {
+  using state = conv_state_16x8;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    state s{w.filter.data(), w.bias.data(), {}, w.output};
+    if (zero_points_16x8(in, w.output))
+      s.requant =
+          reference::make_conv_requant_16x8(in[0].scale, std::span<const float>(w.filter_scales), w.output.scale, Act);
+    return s;
+  }
+};
+
+/// A layer whose params are built from its input and output scales (`Make`), run by an element-wise reference.
+template <class Params>
+struct params_state_16x8 {
+  Params params{};
+  quant_params output{};
+};
+
+/// Element-wise layers whose references allow the output to be an input (reference/int16.hpp: "out may be in").
+struct in_place_executor_16x8 : plain_executor {
+  static constexpr bool in_place = true;
+};
+
+}  // namespace detail
+
+template <layers::conv2d_config C, rounding R, shape In, shape Out>
+struct executor<layers::conv2d<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
+  static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
+                  std::span<std::byte>) {
+    reference::conv2d_16x8(in[0], s.filter, s.bias, out, detail::conv2d_params_of(C), s.requant);
+  }
+};
+
+template <layers::depthwise_config C, rounding R, shape In, shape Out>
+struct executor<layers::depthwise<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
+  static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
+                  std::span<std::byte>) {
+    reference::depthwise_conv_16x8(in[0], s.filter, s.bias, out, detail::depthwise_params_of(C), s.requant);
+  }
+};
+
+template <layers::pointwise_config C, rounding R, shape In, shape Out>
+struct executor<layers::pointwise<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
+  static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
+                  std::span<std::byte>) {
+    reference::pointwise_conv_16x8(in[0], s.filter, s.bias, out, s.requant);
+  }
+};
+
+/// The scatter of reference::transpose_conv_16x8 into int64 accumulators held in the layer's workspace (the
+/// reference itself allocates them), then the same bias, requantization and clamp per output element.
+template <layers::transpose_conv_config C, rounding R, shape In, shape Out>
+struct executor<layers::transpose_conv<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
+  static constexpr std::size_t scratch_bytes(shape, shape out) noexcept {
+    return out.elements() * sizeof(std::int64_t);
+  }
+  static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
+                  std::span<std::byte> scratch) {
+    constexpr reference::transpose_conv_params params = detail::transpose_conv_params_of(C);
+    if (!reference::detail::transpose_conv::check(in[0], s.filter, out, params) ||
+        !reference::detail::check_conv_requant_16x8(s.requant, out.channels()))
+      return;
+    // The arena and its workspace slices are 64-byte aligned (network.hpp): int64 storage.
+    const std::span<std::int64_t> acc(reinterpret_cast<std::int64_t*>(scratch.data()), Out.elements());
+    std::fill(acc.begin(), acc.end(), std::int64_t{0});
+    const auto at = [](int y, int x, int c) {
+      return (std::size_t(y) * Out.width + std::size_t(x)) * Out.channels + c;
+    };
+    reference::detail::transpose_conv::scatter(
+        in[0], s.filter, out, params,
+        [&](int, int y, int x, int c, i16 v, i8 w) { acc[at(y, x, c)] += std::int64_t{v} * std::int64_t{w}; });
+    for (int y = 0; y < Out.height; ++y)
+      for (int x = 0; x < Out.width; ++x)
+        for (int c = 0; c < Out.channels; ++c)
+          out.pixel(0, y, x)[c] = reference::detail::requantize_16x8(acc[at(y, x, c)], s.bias, c, s.requant);
+  }
+};
+
+/// Average pools keep the input quantization (TFLite requires it); the scale only sets a fused activation's clamp.
+template <layers::pool_config C, rounding R, shape In, shape Out>
+struct executor<layers::average_pool<C>, i16, R, In, Out> : detail::same_quantization_executor {
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    reference::average_pool_16(in[0], out, detail::pool_params_of(C), s.output.scale);
+  }
+};
+
+/// Bilinear resize keeps the input quantization; the network's rounding picks the tie rule.
+template <layers::resize_config C, rounding R, shape In, shape Out>
+struct executor<layers::resize_bilinear<C>, i16, R, In, Out> : detail::same_quantization_executor {
+  static void run(const state&, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    reference::resize_bilinear_16<R>(in[0], out, C.mode);
+  }
+};
+
+/// Output at the fixed 1/32768 scale (TFLite's int16 LOGISTIC).
+template <int U, rounding R, shape In, shape Out>
+struct executor<layers::logistic<U>, i16, R, In, Out> : detail::in_place_executor_16x8 {
+  using state = detail::params_state_16x8<reference::logistic_params_16>;
+  template <class W>
+  static state prepare(const W&, const std::array<quant_params, 1>& in) {
+    constexpr quant_params output = reference::logistic_output_quant_16;
+    if (!detail::zero_points_16x8(in, output)) return {{}, output};
+    return {reference::make_logistic_params_16(in[0].scale), output};
+  }
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    reference::logistic_16(in[0], out, s.params);
+  }
+};
+
+template <int U, rounding R, shape In, shape Out>
+struct executor<layers::hard_swish<U>, i16, R, In, Out> : detail::in_place_executor_16x8 {
+  using state = detail::params_state_16x8<reference::hard_swish_params_16>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    if (!detail::zero_points_16x8(in, w.output)) return {{}, w.output};
+    return {reference::make_hard_swish_params_16(in[0].scale, w.output.scale), w.output};
+  }
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    reference::hard_swish_16<R>(in[0], out, s.params);
+  }
+};
+
+namespace detail {
+
+/// Add and mul: params from both input scales, the output scale and the fused activation (`Make`), then the
+/// broadcasting reference (`Run`), which allows the output to be either input.
+template <class Params, auto Make, auto Run, activation Act>
+struct binary_executor_16x8 : in_place_executor_16x8 {
+  using state = params_state_16x8<Params>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 2>& in) {
+    if (!zero_points_16x8(in, w.output)) return {{}, w.output};
+    return {Make(in[0].scale, in[1].scale, w.output.scale, Act), w.output};
+  }
+  static void run(const state& s, const input_views<i16, 2>& in, tensor_view<i16> out, std::span<std::byte>) {
+    Run(in[0], in[1], out, s.params);
+  }
+};
+
+}  // namespace detail
+
+template <fixed_string Tapped, activation Act, rounding R, shape In, shape Out>
+struct executor<layers::add<Tapped, Act>, i16, R, In, Out>
+    : detail::binary_executor_16x8<reference::add_params_16, &reference::make_add_params_16, &reference::add_16<R>,
+                                   Act> {};
+
+template <fixed_string Tapped, activation Act, rounding R, shape In, shape Out>
+struct executor<layers::mul<Tapped, Act>, i16, R, In, Out>
+    : detail::binary_executor_16x8<reference::mul_params_16, &reference::make_mul_params_16<R>, &reference::mul_16<R>,
+                                   Act> {};
+
+/// Whether layer descriptor L has a 16x8 executor above (the layer kinds of the MediaPipe selfie model): the
+/// executor's primary template is declared only, so a kind without one is an incomplete type.
+template <class L>
+concept has_16x8_executor = requires {
+  typename executor<L, i16, rounding::tflite_reference, shape{1, 1, 1}, shape{1, 1, 1}>::state;
+};
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

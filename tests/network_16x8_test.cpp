@@ -1,0 +1,231 @@
+// 16x8 (i16) static networks (net/executor_16x8.hpp, tools/quantize_16x8.hpp) against their oracle, the 16x8
+// reference runner tools::reference_16x8 on the same network type: every tensor the network returns equal to the
+// runner's bit for bit, on a network of every layer kind of the MediaPipe selfie model. Also the weights' types, the
+// blob round trip, the zero-point rule and the plan (int16 tensors: twice the bytes of the i8 network's).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "mosaiq/net.hpp"
+#include "mosaiq/tools.hpp"
+#include "support.hpp"
+
+namespace {
+
+using namespace mosaiq;
+using tools::float_range;
+
+/// Every selfie layer kind: the 3x3 stride-2 stem, hard swish, a squeeze-and-excitation gate (whole-map average
+/// pool, 1x1 with relu, 1x1, logistic, per-channel broadcast mul), a 1x1 expansion, a 5x5 depthwise with relu, a
+/// residual add, 2x half-pixel bilinear upsampling, an attention gate on the upsampled map, the 2x2 stride-2
+/// transposed convolution to one channel and the final logistic. "mid" is also an extra output.
+template <class Input>
+using selfie_kinds = network<
+    Input,  //
+    layers::conv2d<layers::conv2d_config{
+        .out_channels = 8, .kernel = {3, 3}, .stride = {2, 2}, .pad = padding::same()}>,
+    layers::hard_swish<>,                                                                     //
+    layers::tap<"h">,                                                                         //
+    layers::average_pool<layers::pool_config{.kernel = {6, 5}, .stride = {6, 5}}>,            //
+    layers::pointwise<layers::pointwise_config{.out_channels = 4, .act = activation::relu}>,  //
+    layers::pointwise<layers::pointwise_config{.out_channels = 8}>,                           //
+    layers::logistic<>,                                                                       //
+    layers::mul<"h">,                                                                         //
+    layers::pointwise<layers::pointwise_config{.out_channels = 12}>,                          //
+    layers::tap<"e">,                                                                         //
+    layers::depthwise<layers::depthwise_config{.kernel = {5, 5}, .pad = padding::same(), .act = activation::relu}>,
+    layers::add<"e">,                                                                             //
+    layers::output<"mid">,                                                                        //
+    layers::resize_bilinear<layers::resize_config{.scale = 2, .mode = resize_mode::half_pixel}>,  //
+    layers::tap<"u">,                                                                             //
+    layers::average_pool<layers::pool_config{.kernel = {12, 10}, .stride = {12, 10}}>,            //
+    layers::pointwise<layers::pointwise_config{.out_channels = 12}>,                              //
+    layers::logistic<>,                                                                           //
+    layers::mul<"u">,                                                                             //
+    layers::transpose_conv<layers::transpose_conv_config{.out_channels = 1}>,                     //
+    layers::logistic<>>;
+using net8 = selfie_kinds<input<i8, 12, 10, 3>>;
+using net16 = net8::with_element<i16>;
+/// The network's rounding reaches every 16x8 layer that has two (mul, add, hard swish, resize).
+using net16_single = selfie_kinds<input<i16, 12, 10, 3, rounding::single_round>>;
+
+static_assert(std::same_as<net16::element_type, i16>);
+static_assert(net16::output_shape == shape{24, 20, 1});
+// Filters int8, biases int64, one filter scale per output channel.
+static_assert(std::same_as<std::remove_cvref_t<decltype(net16::layer_weights<0>{}.filter[0])>, i8>);
+static_assert(std::same_as<std::remove_cvref_t<decltype(net16::layer_weights<0>{}.bias[0])>, std::int64_t>);
+static_assert(std::tuple_size_v<decltype(net16::layer_weights<0>::filter_scales)> == 8);
+static_assert(net16::weight_bytes == [] {
+  std::uint64_t bytes = 0;
+  for (const layer_cost& c : net8::layer_costs) bytes += c.filter_elements + 8 * c.bias_elements;
+  return bytes;
+}());
+// The same plan for the tensors (the same buffers, in place where the i8 network is), each twice the bytes; the
+// workspaces are the 16x8 executors' own (only the transposed convolution's int64 accumulators).
+constexpr bool tensors_twice_the_bytes() {
+  for (std::size_t t = 1; t + 1 < net16::tensor_count; ++t) {
+    if (net16::buffer_of(t) != net8::buffer_of(t)) return false;
+    const auto b = std::size_t(net16::buffer_of(t));
+    if (net16::memory_ranges[b].bytes != 2 * net8::memory_ranges[b].bytes) return false;
+  }
+  return true;
+}
+static_assert(tensors_twice_the_bytes());
+static_assert(net16::macs == net8::macs);
+
+/// Random float weights and ranges calibrated on random inputs: a realistic spread of scales.
+template <class Net = net16>
+struct fixture {
+  std::unique_ptr<tools::float_weights<Net>> fw = std::make_unique<tools::float_weights<Net>>();
+  std::vector<std::vector<float>> samples;
+  std::array<float_range, Net::tensor_count> ranges{};
+
+  explicit fixture(unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> weight(0.0f, 0.3f);
+    std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
+    mosaiq::detail::for_index_chunks<Net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
+      (fill(fw->template layer<I>(), rng, weight), ...);
+    });
+    samples.assign(4, std::vector<float>(Net::input_shape.elements()));
+    for (auto& sample : samples) std::generate(sample.begin(), sample.end(), [&] { return pixel(rng); });
+    ranges = tools::calibrate(*fw, samples);
+  }
+  template <class Layer, class Rng, class Dist>
+  static void fill(Layer& layer, Rng& rng, Dist& dist) {
+    if constexpr (requires { layer.filter; }) {
+      for (auto& w : layer.filter) w = dist(rng);
+      for (auto& b : layer.bias) b = dist(rng);
+    }
+  }
+};
+
+/// Runs an i16 network on `input` (floats quantized to its input scale) and returns the output and extra output.
+struct network_run {
+  std::vector<i16> output = std::vector<i16>(net16::output_shape.elements());
+  std::vector<i16> mid = std::vector<i16>(net16::tensor_shape<"mid">.elements());
+};
+template <class Net = net16>
+network_run run_network(const typename Net::prepared& p, const typename Net::weights& w, std::span<const float> input) {
+  test::aligned_arena arena(Net::arena_bytes);
+  const std::vector<i16> q = tools::quantize_input<Net>(w, input);
+  network_run r;
+  Net::run(p, tensor_view<const i16>(q.data(), Net::input_shape), tensor_view<i16>(r.output.data(), Net::output_shape),
+           arena.bytes);
+  const tensor_view<const i16> mid = Net::template output_view<"mid">(arena.bytes);
+  for (int y = 0, i = 0; y < mid.height(); ++y)
+    for (int x = 0; x < mid.width(); ++x)
+      for (int c = 0; c < mid.channels(); ++c) r.mid[std::size_t(i++)] = mid(0, y, x, c);
+  return r;
+}
+
+}  // namespace
+
+namespace {
+
+/// Net against tools::reference_16x8<Net> on three weight draws and four inputs each: every scale, every value of
+/// the output and of the extra output.
+template <class Net>
+void check_against_oracle() {
+  for (const unsigned seed : {1u, 2u, 3u}) {
+    INFO("seed ", seed);
+    const fixture<Net> f(seed);
+    tools::reference_16x8<Net> oracle;
+    REQUIRE(oracle.quantize(*f.fw, f.ranges));
+    const auto w = tools::quantize_network<Net>(*f.fw, f.ranges);
+    REQUIRE(w != nullptr);
+    const auto p = std::make_unique<typename Net::prepared>(Net::prepare(*w));
+    // The same scales, tensor by tensor, as the runner's rules give them.
+    const auto quant = tools::tensor_quant<Net>(*w);
+    for (std::size_t t = 0; t < Net::tensor_count; ++t) {
+      INFO("tensor ", t);
+      CHECK(quant[t].scale == oracle.scale(t));
+      CHECK(quant[t].zero_point == 0);
+      CHECK(p->tensor_quant(t).scale == oracle.scale(t));
+    }
+    std::mt19937 rng(seed + 100);
+    std::uniform_real_distribution<float> pixel(-1.2f, 1.2f);  // beyond the calibrated range too: saturation
+    for (int sample = 0; sample < 4; ++sample) {
+      std::vector<float> input(Net::input_shape.elements());
+      std::generate(input.begin(), input.end(), [&] { return pixel(rng); });
+      REQUIRE(oracle.run(input));
+      const network_run r = run_network<Net>(*p, *w, input);
+      CHECK(std::ranges::equal(r.output, oracle.values(Net::tensor_count - 1)));
+      CHECK(std::ranges::equal(r.mid, oracle.values(Net::template tensor_named<"mid">)));
+      // Not a constant output: the mask varies over the image.
+      const auto [low, high] = std::ranges::minmax(r.output);
+      CHECK(low < high);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("network 16x8: the i16 network equals tools::reference_16x8 bit for bit on every selfie layer kind") {
+  check_against_oracle<net16>();
+}
+
+TEST_CASE("network 16x8: the same under single rounding (input<..., rounding::single_round>)") {
+  check_against_oracle<net16_single>();
+}
+
+TEST_CASE("network 16x8: a run poisoning dead memory gives the same output (the plan keeps what each layer reads)") {
+  const fixture<> f(4);
+  const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);
+  REQUIRE(w != nullptr);
+  const auto p = std::make_unique<net16::prepared>(net16::prepare(*w));
+  const network_run plain = run_network(*p, *w, f.samples[0]);
+  test::aligned_arena arena(net16::arena_bytes);
+  const std::vector<i16> q = tools::quantize_input<net16>(*w, f.samples[0]);
+  std::vector<i16> out(net16::output_shape.elements());
+  net16::run_poisoning_dead_memory(*p, tensor_view<const i16>(q.data(), net16::input_shape),
+                                   tensor_view<i16>(out.data(), net16::output_shape), arena.bytes);
+  CHECK(out == plain.output);
+}
+
+TEST_CASE("network 16x8: weights blob round trip; a blob of the i8 network is refused") {
+  const fixture<> f(5);
+  const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);
+  REQUIRE(w != nullptr);
+  std::vector<std::byte> blob(net16::blob_bytes);
+  REQUIRE(net16::save(*w, blob) == net16::blob_bytes);
+  auto loaded = std::make_unique<net16::weights>();
+  REQUIRE(net16::load(blob, *loaded));
+  CHECK(loaded->layer<0>().bias == w->layer<0>().bias);
+  CHECK(loaded->layer<0>().filter == w->layer<0>().filter);
+  const auto p = std::make_unique<net16::prepared>(net16::prepare(*loaded));
+  CHECK(run_network(*p, *loaded, f.samples[1]).output == run_network(net16::prepare(*w), *w, f.samples[1]).output);
+
+  // The i8 network's blob has the same layer list and shapes but another element type (and sizes).
+  test::recording_handler errors;
+  std::vector<std::byte> blob8(net8::blob_bytes);
+  const auto w8 = std::make_unique<net8::weights>();
+  REQUIRE(net8::save(*w8, blob8) == net8::blob_bytes);
+  CHECK_FALSE(net16::load(blob8, *loaded));
+  CHECK(errors.last() == errc::blob_mismatch);
+}
+
+TEST_CASE("network 16x8: a non-zero zero point is refused at quantize and at prepare") {
+  test::recording_handler errors;
+  const fixture<> f(6);
+  tools::quantize_options options;
+  options.input = quant_params{1.0f / 256.0f, 3};
+  CHECK(tools::quantize_network<net16>(*f.fw, f.ranges, options) == nullptr);
+  CHECK(errors.last() == errc::invalid_argument);
+
+  const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);
+  REQUIRE(w != nullptr);
+  errors.reset();
+  w->layer<1>().output.zero_point = 5;  // hard swish's output
+  const auto p = std::make_unique<net16::prepared>(net16::prepare(*w));
+  CHECK(errors.calls() >= 1);
+  CHECK(errors.last() == errc::invalid_argument);
+}
