@@ -70,15 +70,7 @@ static_assert(net16::weight_bytes == [] {
 }());
 // The same plan for the tensors (the same buffers, in place where the i8 network is), each twice the bytes; the
 // workspaces are the 16x8 executors' own (only the transposed convolution's int64 accumulators).
-constexpr bool tensors_twice_the_bytes() {
-  for (std::size_t t = 1; t + 1 < net16::tensor_count; ++t) {
-    if (net16::buffer_of(t) != net8::buffer_of(t)) return false;
-    const auto b = std::size_t(net16::buffer_of(t));
-    if (net16::memory_ranges[b].bytes != 2 * net8::memory_ranges[b].bytes) return false;
-  }
-  return true;
-}
-static_assert(tensors_twice_the_bytes());
+static_assert(test::tensors_twice_the_bytes<net8, net16>());
 static_assert(net16::macs == net8::macs);
 
 /// Random float weights and ranges calibrated on random inputs: a realistic spread of scales.

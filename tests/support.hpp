@@ -205,6 +205,18 @@ struct aligned_arena {
   }
 };
 
+/// Whether the 16x8 twin Net16 of Net8 (Net8::with_element<i16>) plans every tensor of the arena in the same buffer as
+/// Net8, with twice its bytes.
+template <class Net8, class Net16>
+constexpr bool tensors_twice_the_bytes() {
+  for (std::size_t t = 1; t + 1 < Net16::tensor_count; ++t) {
+    if (Net16::buffer_of(t) != Net8::buffer_of(t)) return false;
+    const auto b = static_cast<std::size_t>(Net16::buffer_of(t));
+    if (Net16::memory_ranges[b].bytes != 2 * Net8::memory_ranges[b].bytes) return false;
+  }
+  return true;
+}
+
 /// Random weights for every layer of a static network: filters over T's range (uint8: zero point 128),
 /// biases in [-2000, 2000], filter scales in [0.001, 0.005), output scales in [0.05, 0.1).
 template <class Net>

@@ -1,0 +1,99 @@
+// MediaPipe Selfie Segmentation 256x256 as a 16x8 (i16) static network: the generated i8 network type with its
+// element swapped (selfie_256_i8::network::with_element<mosaiq::i16>), quantized by tools::quantize_network from the
+// float weights mosaiq-import wrote and min/max ranges calibrated on face-api's six demo photos, run through
+// Net::run on each photo. Every output value equals tools::reference_16x8's on the same network type (the oracle),
+// and the mask meets issue 19's bounds against the float twin (IoU >= 0.97, mean |dp| <= 0.02 over the six photos).
+// Part of selfie_accuracy_test's binary (tests/CMakeLists.txt), which provides the generated header and the photos;
+// without them this file compiles to nothing.
+#ifndef MOSAIQ_SELFIE_ABSENT
+
+#include <doctest/doctest.h>
+#include <stb/stb_image.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mosaiq/net.hpp"
+#include "mosaiq/tools.hpp"
+#include "selfie_256_i8.hpp"
+#include "support.hpp"
+
+namespace {
+
+namespace tools = mosaiq::tools;
+using net16 = selfie_256_i8::network::with_element<mosaiq::i16>;
+static_assert(mosaiq::test::tensors_twice_the_bytes<selfie_256_i8::network, net16>());
+
+std::vector<float> photo_input(int index) {
+  const std::string path = std::string(MOSAIQ_SELFIE_PHOTOS_DIR) + "/sample" + std::to_string(index) + ".jpg";
+  int width = 0, height = 0, channels = 0;
+  unsigned char* data = stbi_load(path.c_str(), &width, &height, &channels, 3);
+  REQUIRE_MESSAGE(data != nullptr, "cannot read ", path);
+  const tools::rgb_image image{width, height,
+                               std::vector<mosaiq::u8>(data, data + std::size_t(width) * std::size_t(height) * 3)};
+  stbi_image_free(data);
+  return tools::input_from_rgb<net16>(image);
+}
+
+}  // namespace
+
+TEST_CASE("selfie segmentation 256x256 as an i16 network: equal to reference_16x8, and within issue 19's bounds") {
+  // The 16x8 plan: every tensor twice the i8 network's bytes (no GEMM workspace: the executors are the references).
+  std::printf("selfie_256 i16 network: arena %zu B, peak live %zu B (i8: %zu / %zu), weights %llu B\n",
+              net16::arena_bytes, net16::peak_live_bytes, selfie_256_i8::network::arena_bytes,
+              selfie_256_i8::network::peak_live_bytes, static_cast<unsigned long long>(net16::weight_bytes));
+  const auto bytes = tools::detail::read_bytes(MOSAIQ_MODEL_SELFIE_256_I8_FLOAT_WEIGHTS);
+  REQUIRE(bytes.has_value());
+  auto float_weights = std::make_unique<tools::float_weights<net16>>();
+  REQUIRE(tools::load_float_weights<net16>(*bytes, *float_weights));
+  std::vector<std::vector<float>> inputs;
+  for (int photo = 1; photo <= 6; ++photo) inputs.push_back(photo_input(photo));
+  const auto ranges = tools::calibrate<net16>(*float_weights, inputs);
+
+  auto oracle = std::make_unique<tools::reference_16x8<net16>>();
+  REQUIRE(oracle->quantize(*float_weights, ranges));
+  const auto weights = tools::quantize_network<net16>(*float_weights, ranges);
+  REQUIRE(weights != nullptr);
+  const auto prepared = std::make_unique<net16::prepared>(net16::prepare(*weights));
+  auto runner = std::make_unique<tools::float_runner<net16>>();
+  mosaiq::test::aligned_arena arena(net16::arena_bytes);
+  std::vector<mosaiq::i16> output(net16::output_shape.elements());
+
+  double iou = 0, difference = 0;
+  for (std::size_t photo = 0; photo < inputs.size(); ++photo) {
+    INFO("sample", photo + 1);
+    const std::vector<mosaiq::i16> input = tools::quantize_input<net16>(*weights, inputs[photo]);
+    net16::run(*prepared, mosaiq::tensor_view<const mosaiq::i16>(input.data(), net16::input_shape),
+               mosaiq::tensor_view<mosaiq::i16>(output.data(), net16::output_shape), arena.bytes);
+    REQUIRE(oracle->run(inputs[photo]));
+    CHECK(std::ranges::equal(output, oracle->values(net16::tensor_count - 1)));
+
+    REQUIRE(runner->run(*float_weights, std::span<const float>(inputs[photo])));
+    const std::vector<float> mask = tools::dequantize_output<net16>(*weights, output);
+    const std::span<const float> expected = runner->values(net16::tensor_count - 1);
+    std::size_t both = 0, either = 0;
+    double sum = 0;
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      both += expected[i] > 0.5f && mask[i] > 0.5f ? 1 : 0;
+      either += expected[i] > 0.5f || mask[i] > 0.5f ? 1 : 0;
+      sum += std::fabs(double(expected[i]) - double(mask[i]));
+    }
+    const double photo_iou = either == 0 ? 1.0 : double(both) / double(either);
+    std::printf("selfie_256 i16 network sample%zu.jpg: IoU %.4f, mean |dp| %.4f\n", photo + 1, photo_iou,
+                sum / double(mask.size()));
+    iou += photo_iou / double(inputs.size());
+    difference += sum / double(mask.size()) / double(inputs.size());
+  }
+  std::printf("selfie_256 i16 network mean over 6 photos: IoU %.4f, mean |dp| %.4f\n", iou, difference);
+  CHECK(iou >= 0.97);
+  CHECK(difference <= 0.02);
+}
+
+#endif  // MOSAIQ_SELFIE_ABSENT
