@@ -183,6 +183,25 @@ TEST_CASE("network 16x8: a run poisoning dead memory gives the same output (the 
   CHECK(out == plain.output);
 }
 
+TEST_CASE("network 16x8: on a thread pool the layers run whole on one thread, the same output and plan") {
+  using threaded = net16::with_max_threads<2>;
+  static_assert(threaded::arena_bytes == net16::arena_bytes);  // no layer splits, so no workspace slices
+  const fixture<threaded> f(7);
+  const auto w = tools::quantize_network<threaded>(*f.fw, f.ranges);
+  REQUIRE(w != nullptr);
+  const auto p = std::make_unique<threaded::prepared>(threaded::prepare(*w));
+  const std::vector<i16> q = tools::quantize_input<threaded>(*w, f.samples[2]);
+  std::vector<i16> serial(threaded::output_shape.elements()), pooled(serial.size());
+  test::aligned_arena arena(threaded::arena_bytes);
+  threaded::run(*p, tensor_view<const i16>(q.data(), threaded::input_shape),
+                tensor_view<i16>(serial.data(), threaded::output_shape), arena.bytes);
+  thread_pool pool(2);
+  threaded::run(*p, tensor_view<const i16>(q.data(), threaded::input_shape),
+                tensor_view<i16>(pooled.data(), threaded::output_shape), arena.bytes, pool);
+  CHECK(pooled == serial);
+  CHECK(threaded::parallel_steps(2) == 0);
+}
+
 TEST_CASE("network 16x8: weights blob round trip; a blob of the i8 network is refused") {
   const fixture<> f(5);
   const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);

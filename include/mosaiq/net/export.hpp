@@ -39,6 +39,9 @@ namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail {
 template <class Net>
 struct exported_network {
   using T = typename Net::element_type;
+  static_assert(quantized_element<T>,
+                "MOSAIQ_EXPORT_NETWORK: the dispatch layer takes u8 and i8 networks; an i16 (16x8) network is not "
+                "exportable yet");
 
   /// Weights and prepared network, placed in the caller's storage (prepared refers to weights).
   struct state {
