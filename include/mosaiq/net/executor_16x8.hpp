@@ -2,7 +2,7 @@
 // per-channel filters, int64 biases. For now every executor calls the int16 reference kernel of its op
 // (reference/int16.hpp): exact, plain scalar loops, no speed; SIMD 16x8 kernels replace them op by op, each
 // bit-exact with the reference it replaces. tools::reference_16x8<Net> runs the same references layer by layer and
-// is the oracle these executors are tested against (tests/net16_test.cpp).
+// is the oracle these executors are tested against (tests/network_16x8_test.cpp).
 //
 // The executor contract is net/executor.hpp's. Every executor here runs whole on one thread (no run_rows), so a 16x8
 // network has no row bands, row runs or band chains yet. The requantization parameters are built once at prepare();
