@@ -1,8 +1,8 @@
 // Reference 16x8 kernels (int16 activations, int8 filters, int64 biases; TFLite's 16x8 quantization): the int64
 // requantization's Q15 multiplier and half-up rounding, each conv-like kernel on hand-computed cases (an accumulator
 // beyond int32, padding skipped, the fused clamp), the int16 add in both rounding modes, QUANTIZE between int8 and
-// int16, the int16 mul (per-channel broadcast), average pool, logistic (table and input multiplier), hard swish and
-// half-pixel bilinear resize, and misuse refused with the output untouched.
+// int16, the int16 mul (per-channel broadcast), average pool, mean over height and width, logistic (table and input
+// multiplier), hard swish and half-pixel bilinear resize, and misuse refused with the output untouched.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -236,6 +236,72 @@ TEST_CASE("16-bit average pool: int32 sums, ties away from zero, padding not cou
                        {.kernel = {256, 256}, .stride = {1, 1}, .pad = padding::same()});
   CHECK(errors.last() == mosaiq::errc::invalid_argument);
   CHECK(y[0] == 99);
+}
+
+TEST_CASE("16-bit mean: the int32 sum, 1 / count folded into the multiplier, ties by rounding mode, the clamp") {
+  // Equal scales: s_in / s_out = 1 is (2^30, shift 1); 4 pixels fold to (2^30, shift -1): the sum times 1/4 as a
+  // doubling high multiply by 1/2 (rounding once) and a rounding halving (twice) in the reference build.
+  const auto p = ref::make_mean_params_16(1.0f / 256.0f, 1.0f / 256.0f, 4);
+  REQUIRE(p.valid);
+  CHECK(p.multiplier == quantized_multiplier{1 << 30, -1});
+  const auto single = ref::make_mean_params_16<single_rounding>(1.0f / 256.0f, 1.0f / 256.0f, 4);
+  // 2 x 2 pixels, 2 channels.
+  const auto mean = [&]<mosaiq::rounding R>(const std::vector<i16>& x, const ref::mean_params_16& params) {
+    std::vector<i16> y(2, 99);
+    ref::mean_16<R>(tensor_view<const i16>(x.data(), {2, 2, 2}), tensor_view<i16>(y.data(), {1, 1, 2}), params);
+    return as_ints(y);
+  };
+  // Channel 0 sums to 6 (1.5), channel 1 to -6 (-1.5): away from zero in the reference build, up under single rounding.
+  const std::vector<i16> ties{1, -1, 2, -2, 3, -3, 0, 0};
+  CHECK(mean.template operator()<reference_rounding>(ties, p) == std::vector<int>{2, -2});
+  CHECK(mean.template operator()<single_rounding>(ties, single) == std::vector<int>{2, -1});
+  // Sums 5 (1.25) and -5: the reference build rounds twice, 5 / 2 -> 3 (the doubling high multiply's tie goes up),
+  // 3 / 2 -> 2; -5 / 2 -> -2, -2 / 2 -> -1. Single rounding once: 1.25 -> 1, -1.25 -> -1.
+  const std::vector<i16> twice{1, -1, 1, -1, 1, -1, 2, -2};
+  CHECK(mean.template operator()<reference_rounding>(twice, p) == std::vector<int>{2, -1});
+  CHECK(mean.template operator()<single_rounding>(twice, single) == std::vector<int>{1, -1});
+  // A sum beyond int16: 4 * 30000 and 4 * -32768.
+  const std::vector<i16> large{30000, -32768, 30000, -32768, 30000, -32768, 30000, -32768};
+  CHECK(mean.template operator()<reference_rounding>(large, p) == std::vector<int>{30000, -32768});
+  // Different scales, s_in / s_out = 4 (1/256 in, 1/1024 out): 4 * mean, clamped to int16.
+  const auto wider = ref::make_mean_params_16(1.0f / 256.0f, 1.0f / 1024.0f, 4);
+  CHECK(mean.template operator()<reference_rounding>({100, 10000, 201, 10000, -50, 10000, 3, 10000}, wider) ==
+        std::vector<int>{254, 32767});  // 254 / 4 * 4; 40000 clamped
+  // s_in / s_out = 1/4 (1/1024 in, 1/256 out): the sum / 16; 24 / 16 = 1.5 -> 2, -8 / 16 = -0.5 -> -1 (away).
+  const auto narrower = ref::make_mean_params_16(1.0f / 1024.0f, 1.0f / 256.0f, 4);
+  CHECK(mean.template operator()<reference_rounding>({6, -2, 6, -2, 6, -2, 6, -2}, narrower) ==
+        std::vector<int>{2, -1});
+  // 3 pixels, not a power of two: k = 1, multiplier (2^30 << 1) / 3 = 715827882 truncated, shift 0; exact thirds
+  // stay exact (3 * 32767 -> 32767), 4 / 3 -> 1, 5 / 3 -> 2, -5 / 3 -> -2.
+  const auto thirds = ref::make_mean_params_16(1.0f, 1.0f, 3);
+  CHECK(thirds.multiplier == quantized_multiplier{715827882, 0});
+  const auto mean3 = [&](std::vector<i16> x) {
+    std::vector<i16> y(1, 99);
+    ref::mean_16<reference_rounding>(tensor_view<const i16>(x.data(), {1, 3, 1}), tensor_view<i16>(y.data(), {1, 1, 1}),
+                                     thirds);
+    return int{y[0]};
+  };
+  CHECK(mean3({32767, 32767, 32767}) == 32767);
+  CHECK(mean3({1, 1, 2}) == 1);
+  CHECK(mean3({1, 2, 2}) == 2);
+  CHECK(mean3({-1, -2, -2}) == -2);
+  // The largest map: 256 x 256 pixels of -32768 sum to exactly INT32_MIN; k = 16 gives (2^30, shift -15).
+  const std::vector<i16> extreme(65536, -32768);
+  std::vector<i16> y(1, 99);
+  const auto full = ref::make_mean_params_16(1.0f, 1.0f, 65536);
+  CHECK(full.multiplier == quantized_multiplier{1 << 30, -15});
+  ref::mean_16<reference_rounding>(tensor_view<const i16>(extreme.data(), {256, 256, 1}),
+                                   tensor_view<i16>(y.data(), {1, 1, 1}), full);
+  CHECK(y[0] == -32768);
+  // Refused, nothing written: 65537 pixels, params of another pixel count or rounding, an unusable scale.
+  mosaiq::test::recording_handler errors;
+  CHECK_FALSE(ref::make_mean_params_16(1.0f, 1.0f, 65537).valid);
+  CHECK(errors.last() == mosaiq::errc::invalid_argument);
+  CHECK_FALSE(ref::make_mean_params_16(0.0f, 1.0f, 4).valid);
+  errors.reset();
+  CHECK(mean.template operator()<single_rounding>(ties, p) == std::vector<int>{99, 99});
+  CHECK(mean.template operator()<reference_rounding>(ties, thirds) == std::vector<int>{99, 99});
+  CHECK(errors.calls() == 2);
 }
 
 TEST_CASE("16-bit logistic: TFLite's input multiplier, the sigmoid table, interpolation, saturation") {

@@ -9,6 +9,7 @@
 //   requantize (QUANTIZE)           int8 <-> int16: zp_out + MultiplyByQuantizedMultiplier(x - zp_in, s_in / s_out);
 //   mul                             MulElementwise / BroadcastMul4DSlow: MultiplyByQuantizedMultiplier(a * b, M);
 //   average pool                    the int32 sum of the in-image taps / their count, rounded half away from zero;
+//   mean over height and width      the int32 sum, MultiplyByQuantizedMultiplier by s_in / s_out / count (folded);
 //   logistic                        a 256-entry sigmoid table, linear interpolation, output scale 1/32768;
 //   hard swish                      TFLite Micro's int16 kernel, three 32-bit MultiplyByQuantizedMultiplier steps;
 //   resize bilinear                 ResizeBilinearInteger<int16_t>: Q10 positions, Q20 weights in int64.
@@ -17,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -338,6 +340,76 @@ inline void average_pool_16(tensor_view<const i16> in, tensor_view<i16> out, con
                "16-bit average pool: a fused activation needs a finite positive scale"))
     return;
   detail::average_windows<i16>(in, out, *geometry, params, activation_range_16(params.act, scale));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// MEAN over height and width (mosaiq's global_average_pool layer; the 144x256 selfie model's squeeze pools)
+// ---------------------------------------------------------------------------------------------------------------
+
+/// The most pixels an int16 MEAN sums: 65536 * 32768 still fits TFLite's int32 sum (all -32768 is exactly INT32_MIN).
+inline constexpr std::int64_t max_mean_pixels_16 = 65536;
+
+/// What TFLite's int16 MEAN over axes {1, 2} (keep_dims) runs with: PrepareMeanOrSum's QuantizeMultiplier of the
+/// double s_in / s_out, with QuantizedMeanOrSum's 1 / pixel_count folded in (detail::fold_mean_count).
+struct mean_params_16 {
+  quantized_multiplier multiplier{};
+  int pixel_count = 0;
+  rounding round = rounding::tflite_reference;
+  bool valid = false;
+};
+
+namespace detail {
+
+/// QuantizedMeanOrSum's fold of 1 / count into (multiplier, shift): k = floor(log2(count)), capped at 32 and at
+/// 31 + shift (the result's shift stays >= -31); multiplier (M << k) / count truncated, shift - k. The result is not
+/// renormalized: for a count that is not a power of two the multiplier lies in (M / 2, M).
+constexpr quantized_multiplier fold_mean_count(quantized_multiplier ratio, int count) noexcept {
+  const int k = std::min({static_cast<int>(std::bit_width(static_cast<unsigned>(count))) - 1, 32, 31 + ratio.shift});
+  return {static_cast<std::int32_t>((std::int64_t{ratio.multiplier} << k) / count), ratio.shift - k};
+}
+
+}  // namespace detail
+
+/// Reports invalid_argument and returns invalid params for a scale that is not finite and positive, a pixel count
+/// outside [1, max_mean_pixels_16], or s_in / s_out outside the multiplier domain of both roundings (2^30 or more).
+template <rounding R = rounding::tflite_reference>
+mean_params_16 make_mean_params_16(float input_scale, float output_scale, int pixel_count) {
+  if (!require(detail::is_usable_scale_16(input_scale) && detail::is_usable_scale_16(output_scale),
+               errc::invalid_argument, "16-bit mean: scales must be finite and positive") ||
+      !require(pixel_count >= 1 && pixel_count <= max_mean_pixels_16, errc::invalid_argument,
+               "16-bit mean: height * width must be in [1, 65536] (the int32 sum)"))
+    return {};
+  const quantized_multiplier ratio =
+      quantize_multiplier<R>(static_cast<double>(input_scale) / static_cast<double>(output_scale));
+  if (!require(is_valid_multiplier(ratio), errc::invalid_argument, "16-bit mean: s_in / s_out must be below 2^30"))
+    return {};
+  return {
+      .multiplier = detail::fold_mean_count(ratio, pixel_count), .pixel_count = pixel_count, .round = R, .valid = true};
+}
+
+/// Mean over height and width of every channel in int16 (TFLite's MEAN with keep_dims over axes {1, 2}, zero points
+/// 0: reference_ops::QuantizedMeanOrSum, which both TFLite kernel variants run for int16): the int32 sum of the
+/// channel's pixels, MultiplyByQuantizedMultiplier (rounding R) by the folded multiplier, clamped to int16. Output
+/// 1 x 1 x C with the input's batch. Rounds twice in the reference build (5 / 4 is 2 there, 1 under single rounding).
+/// No fused activation (MEAN has none). On misuse (views, shapes, params of another pixel count or rounding) nothing
+/// is written.
+template <rounding R>
+void mean_16(tensor_view<const i16> in, tensor_view<i16> out, const mean_params_16& p) {
+  if (!check_view(in, "16-bit mean: input") || !check_view(out, "16-bit mean: output")) return;
+  if (!require(out.dims() == shape{1, 1, in.channels()} && out.batch() == in.batch(), errc::shape_mismatch,
+               "16-bit mean: output must be 1 x 1 x channels with the input's batch") ||
+      !require(p.valid && p.round == R && std::int64_t{in.height()} * in.width() == p.pixel_count,
+               errc::invalid_argument,
+               "16-bit mean: params were not built by make_mean_params_16 for this rounding and height * width"))
+    return;
+  const requant_scale scale = prepare_scale<R>(p.multiplier);
+  for (int n = 0; n < in.batch(); ++n)
+    for (int c = 0; c < in.channels(); ++c) {
+      std::int32_t sum = 0;
+      for (int y = 0; y < in.height(); ++y)
+        for (int x = 0; x < in.width(); ++x) sum += in(n, y, x, c);
+      out(n, 0, 0, c) = detail::clamp_16(multiply_by_quantized_multiplier<R>(sum, scale), detail::int16_range);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

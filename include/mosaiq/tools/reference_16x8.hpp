@@ -5,6 +5,7 @@
 // type and quantized weights are not used. Quantization follows the converter's 16x8 mode:
 //   activations  scale max(|min|, |max|) / 32767 of the calibrated range (no zero point); logistic outputs 1/32768;
 //                average pool and resize outputs keep their input's scale (TFLite requires equal quantization);
+//                MEAN (global_average_pool) outputs their own calibrated range (the converter does not tie them);
 //   filters      i8 per output channel, max|w_c| / 127 (tools::quantize_weights_per_channel_i8);
 //   biases       int64, round(b / (input scale * filter scale)).
 // Plain scalar loops, heap storage, no speed: a 256x256 selfie frame takes about as long as the float twin.
@@ -70,6 +71,7 @@ struct layer_16x8 {
   reference::mul_params_16 mul;
   reference::logistic_params_16 logistic;
   reference::hard_swish_params_16 hard_swish;
+  reference::mean_params_16 mean;
 };
 
 template <class Net>
@@ -162,6 +164,10 @@ class reference_16x8 {
       } else if constexpr (kind == "hard_swish") {
         l.hard_swish = reference::make_hard_swish_params_16(in_scale, scales_[out]);
         return l.hard_swish.valid;
+      } else if constexpr (kind == "global_average_pool") {
+        const shape in_dims = tensor_shape(static_cast<std::size_t>(node.inputs[0]));
+        l.mean = reference::make_mean_params_16<Net::round>(in_scale, scales_[out], in_dims.height * in_dims.width);
+        return l.mean.valid;
       } else if constexpr (kind == "add" || kind == "mul") {
         const float other_scale = scales_[static_cast<std::size_t>(node.inputs[1])];
         if constexpr (kind == "add") {
@@ -222,6 +228,8 @@ class reference_16x8 {
                                        detail::transpose_conv_params_of(Layer::config), l.requant);
       } else if constexpr (kind == "average_pool") {
         reference::average_pool_16(in, out, detail::pool_params_of(Layer::config), scales_[out_id]);
+      } else if constexpr (kind == "global_average_pool") {
+        reference::mean_16<R>(in, out, l.mean);
       } else if constexpr (kind == "resize_bilinear") {
         reference::resize_bilinear_16<R>(in, out, Layer::config.mode);
       } else if constexpr (kind == "logistic") {
