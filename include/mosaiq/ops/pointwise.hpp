@@ -491,7 +491,23 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
     auto* const packed = reinterpret_cast<input_type*>(base + l.input);
     auto* const pixel_offsets = reinterpret_cast<std::int32_t*>(base + l.offsets);
     const int padded = static_cast<int>(l.row_elements);
-    kernels::pw::tile_job job = packed_rows_job(l, packed, pixel_offsets, out_stride);
+
+    kernels::pw::tile_job job{.input = packed,
+                              .input_stride = static_cast<std::ptrdiff_t>(l.row_elements),
+                              .k_groups = l.k_groups,
+                              .weights = nullptr,
+                              .bias = nullptr,
+                              .multiplier = nullptr,
+                              .left_shift = nullptr,
+                              .right_shift = nullptr,
+                              .pixel_offset = pixel_offsets,
+                              .split = split_weights_,
+                              .output_zero_point = output_zero_point_,
+                              .clamp_min = clamp_.min,
+                              .clamp_max = clamp_.max,
+                              .out = nullptr,
+                              .out_stride = out_stride,
+                              .valid_channels = 0};
     // Input pixels the tile can read as they are (bytes it wants, whole k groups; split-weight sums
     // where the path computes them from rows in place): skip the packed copy, which took 2.4% of a
     // 28x28x256 layer.
@@ -518,57 +534,29 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
       } else {
         rows.template pack<path, false>(p0, block_pixels, packed, padded, flip, pixel_offsets, 0);
       }
-      run_block(job, destination + p0 * out_stride, block_pixels);
-    }
-  }
-
-  /// The tile job of a run over packed rows in layout l: the layer's requantization constants; the block loop sets
-  /// its input (or reads rows in place), the channel loop its weights, per-channel constants and output.
-  [[gnu::always_inline]] kernels::pw::tile_job packed_rows_job(const layout& l, const input_type* packed,
-                                                               const std::int32_t* pixel_offsets,
-                                                               std::ptrdiff_t out_stride) const noexcept {
-    return {.input = packed,
-            .input_stride = static_cast<std::ptrdiff_t>(l.row_elements),
-            .k_groups = l.k_groups,
-            .weights = nullptr,
-            .bias = nullptr,
-            .multiplier = nullptr,
-            .left_shift = nullptr,
-            .right_shift = nullptr,
-            .pixel_offset = pixel_offsets,
-            .split = split_weights_,
-            .output_zero_point = output_zero_point_,
-            .clamp_min = clamp_.min,
-            .clamp_max = clamp_.max,
-            .out = nullptr,
-            .out_stride = out_stride,
-            .valid_channels = 0};
-  }
-
-  /// Every channel tile of one block of pixels, with the lane epilogue chosen at load. An explicit switch:
-  /// dispatching through a generic lambda doubled the time of the 1x1 layers (GCC 12 then reloads the job's fields
-  /// around every tile).
-  [[gnu::always_inline]] void run_block(const kernels::pw::tile_job& job, T* block_out,
-                                        int block_pixels) const noexcept {
-    if constexpr (lane_epilogues) {
-      switch (requant_) {
-        case lane_requant::lanes_folded:
-          run_channel_tiles<lane_requant::lanes_folded>(job, block_out, block_pixels);
-          break;
-        case lane_requant::lanes_folded_sign_free:
-          run_channel_tiles<lane_requant::lanes_folded_sign_free>(job, block_out, block_pixels);
-          break;
-        case lane_requant::lanes:
-          run_channel_tiles<lane_requant::lanes>(job, block_out, block_pixels);
-          break;
-        case lane_requant::lanes_left:
-          run_channel_tiles<lane_requant::lanes_left>(job, block_out, block_pixels);
-          break;
-        default:
-          run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
+      T* const block_out = destination + p0 * out_stride;
+      // An explicit switch: dispatching through a generic lambda doubled the time of the 1x1
+      // layers (GCC 12 then reloads the job's fields around every tile).
+      if constexpr (lane_epilogues) {
+        switch (requant_) {
+          case lane_requant::lanes_folded:
+            run_channel_tiles<lane_requant::lanes_folded>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes_folded_sign_free:
+            run_channel_tiles<lane_requant::lanes_folded_sign_free>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes:
+            run_channel_tiles<lane_requant::lanes>(job, block_out, block_pixels);
+            break;
+          case lane_requant::lanes_left:
+            run_channel_tiles<lane_requant::lanes_left>(job, block_out, block_pixels);
+            break;
+          default:
+            run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
+        }
+      } else {
+        run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
       }
-    } else {
-      run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
     }
   }
 
