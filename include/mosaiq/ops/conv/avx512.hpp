@@ -102,85 +102,6 @@ void pack_runs(const Patches& g, typename Patches::cursor begin, int count, type
 }
 
 #if MOSAIQ_TARGET_AVX512_VBMI
-namespace window_pack {
-
-/// Pair 0 of a window: byte q * second + (ky * kw + kx) * c + ch of the pair takes window byte
-/// (q * sw + kx * dw) * c + ch of kernel row ky's window (pair j the same plus j * 2 * step); row_mask[ky]: the bytes
-/// kernel row ky places.
-template <int KW, int SW, int DW, int KH>
-[[gnu::always_inline]] inline void pair_permute(int c, int second, std::uint8_t (&index_bytes)[64],
-                                                __mmask64 (&row_mask)[KH]) noexcept {
-  for (int q = 0; q < 2; ++q)
-    for (int ky = 0; ky < KH; ++ky)
-      for (int kx = 0; kx < KW; ++kx)
-        for (int ch = 0; ch < c; ++ch) {
-          const int at = q * second + (ky * KW + kx) * c + ch;
-          index_bytes[at] = static_cast<std::uint8_t>((q * SW + kx * DW) * c + ch);
-          row_mask[ky] |= __mmask64{1} << at;
-        }
-}
-
-/// Kernel row ky's input row for output row at.oy, or 0 (outside the image: every tap reads the zero point).
-template <int SH, int DH, class Patches, int KH>
-[[gnu::always_inline]] inline void kernel_row_sources(const Patches& g, const typename Patches::cursor& at,
-                                                      std::uintptr_t (&src)[KH]) noexcept {
-  const int iy0 = at.oy * SH - g.pad_top;
-#pragma GCC unroll 8
-  for (int ky = 0; ky < KH; ++ky) {
-    const int iy = iy0 + ky * DH;
-    src[ky] = iy >= 0 && iy < g.in_h ? reinterpret_cast<std::uintptr_t>(at.image + iy * g.row_stride) : 0;
-  }
-}
-
-/// Each kernel row's window of 64 bytes from byte x0 of its input row, flipped: bytes outside `inside` (outside the
-/// image) and every byte of a row outside the image read the zero point.
-template <int KH>
-[[gnu::always_inline]] inline void load_windows(const std::uintptr_t (&src)[KH], std::ptrdiff_t x0, __mmask64 inside,
-                                                __m512i zero_point, __m512i flip_bits, __m512i outside,
-                                                __m512i (&window)[KH]) noexcept {
-#pragma GCC unroll 8
-  for (int ky = 0; ky < KH; ++ky)
-    window[ky] = src[ky] != 0
-                     ? _mm512_xor_si512(_mm512_mask_loadu_epi8(
-                                            zero_point, inside,
-                                            reinterpret_cast<const void*>(src[ky] + static_cast<std::uintptr_t>(x0))),
-                                        flip_bits)
-                     : outside;
-}
-
-/// Sum: pair j's patches (at bytes 0 and 32 of v) stored as one or two (`pair`) padded rows, and their qword byte
-/// sums added to pairs01 (pairs 0 and 1: low and high dword of each qword) or pairs23.
-template <class Row>
-[[gnu::always_inline]] inline void store_summed_pair(__m512i v, int j, bool pair, Row* row, int padded,
-                                                     __mmask64 one_row, __m512i& pairs01, __m512i& pairs23) noexcept {
-  // Qwords 0-3 are the first patch's byte sums (each below 2^11), 4-7 the second's.
-  const __m512i s = _mm512_sad_epu8(v, _mm512_setzero_si512());
-  const __m512i placed = (j & 2) != 0 ? _mm512_slli_epi64(s, 32) : s;
-  if (j < 4)
-    pairs01 = _mm512_add_epi32(pairs01, placed);
-  else
-    pairs23 = _mm512_add_epi32(pairs23, placed);
-  _mm256_mask_storeu_epi8(row, static_cast<__mmask32>(one_row), _mm512_castsi512_si256(v));
-  if (pair) _mm256_mask_storeu_epi8(row + padded, static_cast<__mmask32>(one_row), _mm512_extracti64x4_epi64(v, 1));
-}
-
-/// The patch sums of a window's n (at most 8) patches, times factor, stored in order at `to`: each 128-bit lane's
-/// two qwords and the lane pairs (0, 1) and (2, 3) added up (dwords 0 and 1 are the first patches of the two pairs,
-/// dwords 8 and 9 their second patches), then put in the window's order.
-[[gnu::always_inline]] inline void store_window_sums(__m512i pairs01, __m512i pairs23, int n, std::int32_t factor,
-                                                     std::int32_t* to) noexcept {
-  const auto fold = [](__m512i x) {
-    x = _mm512_add_epi32(x, _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(2, 3, 0, 1)));
-    return _mm512_add_epi32(x, _mm512_shuffle_epi32(x, _MM_PERM_BADC));
-  };
-  const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 16, 24, 17, 25, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512i totals = _mm512_permutex2var_epi32(fold(pairs01), order, fold(pairs23));
-  _mm512_mask_storeu_epi32(to, static_cast<__mmask16>((1u << n) - 1u),
-                           _mm512_mullo_epi32(totals, _mm512_set1_epi32(factor)));
-}
-
-}  // namespace window_pack
-
 /// patch_rows::pack (`g`) for patches of at most 32 bytes over dense input rows (pixel stride = channels: the 3x3
 /// stems over RGB, 27 bytes) whose neighbouring pixels' taps fit a 64-byte window two at a time (g.fits_windows):
 /// every patch of the block, borders included. Per output row, per window of up to 64 input bytes: one masked load
@@ -199,9 +120,18 @@ void pack_windows(const Patches& g, typename Patches::cursor begin, int count, t
   // at most 8, whose patch sums are reduced together).
   const int per_window = std::min(((64 - span) / step + 1) & ~1, Sum ? 8 : 64);
   const int second = Sum ? 32 : padded;  // where the pair's second patch starts
+  // Pair 0 of a window: byte q * second + (ky * kw + kx) * c + ch of the pair takes window byte
+  // (q * sw + kx * dw) * c + ch of kernel row ky's window; pair j the same plus j * 2 * step.
   alignas(64) std::uint8_t index_bytes[64] = {};
   __mmask64 row_mask[kh] = {};
-  window_pack::pair_permute<kw, sw, dw>(c, second, index_bytes, row_mask);
+  for (int q = 0; q < 2; ++q)
+    for (int ky = 0; ky < kh; ++ky)
+      for (int kx = 0; kx < kw; ++kx)
+        for (int ch = 0; ch < c; ++ch) {
+          const int at = q * second + (ky * kw + kx) * c + ch;
+          index_bytes[at] = static_cast<std::uint8_t>((q * sw + kx * dw) * c + ch);
+          row_mask[ky] |= __mmask64{1} << at;
+        }
   const __m512i index0 = _mm512_load_si512(index_bytes), pair_step = _mm512_set1_epi8(static_cast<char>(2 * step));
   const __m512i flip_bits = _mm512_set1_epi8(static_cast<char>(flip));
   const __m512i zero_point = _mm512_set1_epi8(static_cast<char>(g.zero_point));
@@ -212,8 +142,14 @@ void pack_windows(const Patches& g, typename Patches::cursor begin, int count, t
   typename Patches::cursor at = begin;
   for (int i = 0; i < count;) {
     const int n_row = std::min(g.out_w - at.ox, count - i);
+    // Kernel row ky's input row, or none (outside the image: every tap reads the zero point).
     std::uintptr_t src[kh];
-    window_pack::kernel_row_sources<sh, dh>(g, at, src);
+    const int iy0 = at.oy * sh - g.pad_top;
+#pragma GCC unroll 8
+    for (int ky = 0; ky < kh; ++ky) {
+      const int iy = iy0 + ky * dh;
+      src[ky] = iy >= 0 && iy < g.in_h ? reinterpret_cast<std::uintptr_t>(at.image + iy * g.row_stride) : 0;
+    }
     auto* row = rows + static_cast<std::ptrdiff_t>(i) * padded;
     for (int done = 0; done < n_row;) {
       const int n = std::min(per_window, n_row - done);
@@ -222,7 +158,15 @@ void pack_windows(const Patches& g, typename Patches::cursor begin, int count, t
       const std::ptrdiff_t lo = std::max<std::ptrdiff_t>(0, -x0), hi = std::min<std::ptrdiff_t>(64, row_bytes - x0);
       const __mmask64 inside = hi > lo ? low_bytes(hi) & ~low_bytes(lo) : 0;
       __m512i window[kh];
-      window_pack::load_windows(src, x0, inside, zero_point, flip_bits, outside, window);
+#pragma GCC unroll 8
+      for (int ky = 0; ky < kh; ++ky)
+        window[ky] =
+            src[ky] != 0
+                ? _mm512_xor_si512(
+                      _mm512_mask_loadu_epi8(zero_point, inside,
+                                             reinterpret_cast<const void*>(src[ky] + static_cast<std::uintptr_t>(x0))),
+                      flip_bits)
+                : outside;
       __m512i index = index0;
       // Sum: the qword byte sums of pairs 0 and 1 (low and high dword of each qword), and of pairs 2 and 3.
       __m512i pairs01 = _mm512_setzero_si512(), pairs23 = _mm512_setzero_si512();
@@ -231,13 +175,34 @@ void pack_windows(const Patches& g, typename Patches::cursor begin, int count, t
 #pragma GCC unroll 8
         for (int ky = 1; ky < kh; ++ky) v = _mm512_mask_permutexvar_epi8(v, row_mask[ky], index, window[ky]);
         const bool pair = j + 1 < n;
-        if constexpr (Sum)
-          window_pack::store_summed_pair(v, j, pair, row, padded, one_row, pairs01, pairs23);
-        else
+        if constexpr (Sum) {
+          // Qwords 0-3 are the first patch's byte sums (each below 2^11), 4-7 the second's.
+          const __m512i s = _mm512_sad_epu8(v, _mm512_setzero_si512());
+          const __m512i placed = (j & 2) != 0 ? _mm512_slli_epi64(s, 32) : s;
+          if (j < 4)
+            pairs01 = _mm512_add_epi32(pairs01, placed);
+          else
+            pairs23 = _mm512_add_epi32(pairs23, placed);
+          _mm256_mask_storeu_epi8(row, static_cast<__mmask32>(one_row), _mm512_castsi512_si256(v));
+          if (pair)
+            _mm256_mask_storeu_epi8(row + padded, static_cast<__mmask32>(one_row), _mm512_extracti64x4_epi64(v, 1));
+        } else {
           _mm512_mask_storeu_epi8(row, pair ? two_rows : one_row, v);
+        }
         row += 2 * padded;
       }
-      if constexpr (Sum) window_pack::store_window_sums(pairs01, pairs23, n, factor, sums + i + done);
+      if constexpr (Sum) {
+        // Each 128-bit lane's two qwords and the lane pairs (0, 1) and (2, 3) added up: dwords 0 and 1 are the
+        // first patches of the two pairs, dwords 8 and 9 their second patches; then the window's patches in order.
+        const auto fold = [](__m512i x) {
+          x = _mm512_add_epi32(x, _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(2, 3, 0, 1)));
+          return _mm512_add_epi32(x, _mm512_shuffle_epi32(x, _MM_PERM_BADC));
+        };
+        const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 16, 24, 17, 25, 0, 0, 0, 0, 0, 0, 0, 0);
+        const __m512i totals = _mm512_permutex2var_epi32(fold(pairs01), order, fold(pairs23));
+        _mm512_mask_storeu_epi32(sums + i + done, static_cast<__mmask16>((1u << n) - 1u),
+                                 _mm512_mullo_epi32(totals, _mm512_set1_epi32(factor)));
+      }
       done += n;
     }
     i += n_row;
