@@ -230,28 +230,22 @@ struct vnni_path {
         // each (possibly aliasing) byte store in registers, and reloaded them for every vector.
         const lane_vectors<Q> constants = lane_vectors<Q>::read(lanes);
 #pragma GCC unroll 16
-        for (int p = 0; p < MR; ++p)
-          store_lanes<T, Q>(out + p * job.out_stride + b * block, store_mask, acc[p][b], constants, zp, lo, hi);
+        for (int p = 0; p < MR; ++p) {
+          T* const to = out + p * job.out_stride + b * block;
+          if constexpr (folds_zero_point(Q)) {
+            // Zero point in the offsets, no activation clamp: saturating narrowing is the clamp.
+            const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc[p][b], constants);
+            if constexpr (std::same_as<T, i8>)
+              _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
+            else
+              _mm512_mask_cvtusepi32_storeu_epi8(to, store_mask, _mm512_max_epi32(v, _mm512_setzero_si512()));
+          } else {
+            __m512i v = _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier(acc[p][b], constants), zp);
+            v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+            _mm_mask_storeu_epi8(to, store_mask, _mm512_cvtepi32_epi8(v));
+          }
+        }
       }
-    }
-  }
-
-  /// One pixel's 16 channels of a block requantized by lane epilogue Q and stored under the channel tail's mask.
-  template <class T, requant_epilogue Q>
-  [[gnu::always_inline]] static void store_lanes(T* to, __mmask16 store_mask, __m512i acc,
-                                                 const lane_vectors<Q>& constants, __m512i zp, __m512i lo,
-                                                 __m512i hi) noexcept {
-    if constexpr (folds_zero_point(Q)) {
-      // Zero point in the offsets, no activation clamp: saturating narrowing is the clamp.
-      const __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc, constants);
-      if constexpr (std::same_as<T, i8>)
-        _mm512_mask_cvtsepi32_storeu_epi8(to, store_mask, v);
-      else
-        _mm512_mask_cvtusepi32_storeu_epi8(to, store_mask, _mm512_max_epi32(v, _mm512_setzero_si512()));
-    } else {
-      __m512i v = _mm512_add_epi32(simd::avx512::multiply_by_nonnegative_multiplier(acc, constants), zp);
-      v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
-      _mm_mask_storeu_epi8(to, store_mask, _mm512_cvtepi32_epi8(v));
     }
   }
 };
@@ -288,38 +282,6 @@ struct narrow_job {
   void* out;                  // output pixel of the first pixel
   std::ptrdiff_t out_stride;  // elements between output pixels
 };
-
-/// narrow_tile's epilogue for channel c: 16 pixels' accumulators requantized with the channel's constants
-/// replicated over the lanes.
-template <rounding R, requant_epilogue Q>
-[[gnu::always_inline]] inline __m512i narrow_requantize(const narrow_job& job, int c, __m512i acc, __m512i zp,
-                                                        __m512i lo, __m512i hi) noexcept {
-  if constexpr (Q == requant_epilogue::general) {
-    return simd::avx512::requantize_epi32<R>(acc, _mm512_set1_epi32(job.multiplier[c]),
-                                             _mm512_set1_epi32(job.left_shift[c]),
-                                             _mm512_set1_epi32(job.right_shift[c]), zp, lo, hi);
-  } else {
-    __m512i v = simd::avx512::multiply_by_nonnegative_multiplier(acc, lane_vectors<Q>::read(job.lanes[c]));
-    if constexpr (!folds_zero_point(Q)) v = _mm512_add_epi32(v, zp);
-    return _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
-  }
-}
-
-/// narrow_tile's store: byte c of each of the first `pixels` dwords of `bytes` to channel c of the pixel's output
-/// (one masked store where the output pixels are dense, else through a staging copy).
-template <int NC, class T>
-[[gnu::always_inline]] inline void narrow_store(T* out, std::ptrdiff_t out_stride, __mmask16 valid, int pixels,
-                                                __m512i bytes) noexcept {
-  if (out_stride == NC && NC != 3) {
-    if constexpr (NC == 1) _mm512_mask_cvtepi32_storeu_epi8(out, valid, bytes);
-    if constexpr (NC == 2) _mm512_mask_cvtepi32_storeu_epi16(out, valid, bytes);
-    if constexpr (NC == 4) _mm512_mask_storeu_epi32(out, valid, bytes);
-    return;
-  }
-  alignas(64) std::uint8_t staged[64];
-  _mm512_store_si512(staged, bytes);
-  for (int p = 0; p < pixels; ++p) std::memcpy(out + p * out_stride, staged + 4 * p, NC);
-}
 
 /// 16 pixels (Full), else 1..15 (`pixels`) of a layer of NC <= 4 output channels; see narrow_job.
 /// The weights are zero-padded to whole chunks of 4 k groups (the last chunk's missing groups
@@ -371,11 +333,29 @@ template <int NC, rounding R, class T, requant_epilogue Q, bool Full>
   __m512i bytes = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int c = 0; c < NC; ++c) {
-    const __m512i v = narrow_requantize<R, Q>(job, c, acc[c], zp, lo, hi);
+    __m512i v;
+    if constexpr (Q == requant_epilogue::general) {
+      v = simd::avx512::requantize_epi32<R>(acc[c], _mm512_set1_epi32(job.multiplier[c]),
+                                            _mm512_set1_epi32(job.left_shift[c]), _mm512_set1_epi32(job.right_shift[c]),
+                                            zp, lo, hi);
+    } else {
+      v = simd::avx512::multiply_by_nonnegative_multiplier(acc[c], lane_vectors<Q>::read(job.lanes[c]));
+      if constexpr (!folds_zero_point(Q)) v = _mm512_add_epi32(v, zp);
+      v = _mm512_min_epi32(_mm512_max_epi32(v, lo), hi);
+    }
     const __mmask64 byte_c = __mmask64{0x1111111111111111} << c;
     bytes = c == 0 ? v : _mm512_mask_blend_epi8(byte_c, bytes, _mm512_slli_epi32(v, 8 * c));
   }
-  narrow_store<NC>(static_cast<T*>(job.out), job.out_stride, valid, pixels, bytes);
+  T* const out = static_cast<T*>(job.out);
+  if (job.out_stride == NC && NC != 3) {
+    if constexpr (NC == 1) _mm512_mask_cvtepi32_storeu_epi8(out, valid, bytes);
+    if constexpr (NC == 2) _mm512_mask_cvtepi32_storeu_epi16(out, valid, bytes);
+    if constexpr (NC == 4) _mm512_mask_storeu_epi32(out, valid, bytes);
+    return;
+  }
+  alignas(64) std::uint8_t staged[64];
+  _mm512_store_si512(staged, bytes);
+  for (int p = 0; p < pixels; ++p) std::memcpy(out + p * job.out_stride, staged + 4 * p, NC);
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
