@@ -378,15 +378,9 @@ class kernel {
                 reference::detail::float_axis_tap(y, scale_y, mode, frame.in_height);
             const int source_rows[2] = {ty.lower, ty.upper};
             const float row_weights[2] = {ty.lower_weight, ty.upper_weight};
-            for (int r = 0; r < 2; ++r) {
-              const T* source = in.pixel(n, source_rows[r] - frame.in_first, first) + c0;
-              if (contiguous_in) {
-                F::template convert<T>(source, span * block, row_weights[r], rows[r]);
-              } else {
-                for (int x = 0; x < span; ++x)
-                  F::template convert<T>(source + x * in_pixel, block, row_weights[r], rows[r] + x * block);
-              }
-            }
+            for (int r = 0; r < 2; ++r)
+              convert_row(in.pixel(n, source_rows[r] - frame.in_first, first) + c0, span, block, contiguous_in,
+                          in_pixel, row_weights[r], rows[r]);
             T* target = out.pixel(n, y - frame.out_first, x_begin) + c0;
             if (flat)
               flat_row(rows[0], rows[1], table, block, out_pixel, staged, target);
@@ -396,6 +390,17 @@ class kernel {
         }
         x_begin += count;
       }
+    }
+  }
+
+  /// Channels [c0, c0 + block) of `span` input columns from `source` (pixels in_pixel apart; one run when
+  /// contiguous_in) as floats times the row's weight, column x at to + x * block.
+  [[gnu::always_inline]] static void convert_row(const T* source, int span, int block, bool contiguous_in,
+                                                 std::ptrdiff_t in_pixel, float weight, float* to) noexcept {
+    if (contiguous_in) {
+      F::template convert<T>(source, span * block, weight, to);
+    } else {
+      for (int x = 0; x < span; ++x) F::template convert<T>(source + x * in_pixel, block, weight, to + x * block);
     }
   }
 
