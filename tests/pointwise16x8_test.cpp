@@ -95,7 +95,7 @@ void check_layer(const Layer& layer, const std::vector<std::int8_t>& filter, con
   const int k = layer.input_channels();
   stored_tensor<i16> in(rc.in_shape, rc.batch, k + rc.in_stride_extra, canary);
   const auto values = random_ints<i16>(rng, in.buffer.size());
-  in.buffer = values;
+  std::copy(values.begin(), values.end(), in.buffer.begin());  // in place: the view points into the buffer
   const shape out_shape = Layer::output_shape(rc.in_shape);
   stored_tensor<i16> expected(out_shape, rc.batch, out_c + rc.out_stride_extra, canary);
   stored_tensor<i16> simd(out_shape, rc.batch, out_c + rc.out_stride_extra, canary);
@@ -239,7 +239,8 @@ TEST_CASE("pointwise16x8: null biases, one multiplier for all channels, and the 
   const pointwise16x8<pointwise16x8_config{.out_channels = out_c}> layer(filter.data(), nullptr, k, q);
   REQUIRE(layer.ready());
   stored_tensor<i16> in({5, 6, k}, 1, k, 0);
-  in.buffer = random_ints<i16>(rng, in.buffer.size());
+  const auto values = random_ints<i16>(rng, in.buffer.size());
+  std::copy(values.begin(), values.end(), in.buffer.begin());  // in place: the view points into the buffer
   stored_tensor<i16> expected({5, 6, out_c}, 1, out_c, canary), got({5, 6, out_c}, 1, out_c, canary);
   reference::pointwise_conv_16x8(tensor_view<const i16>(in.view), filter.data(), nullptr, expected.view, q);
   layer(tensor_view<const i16>(in.view), got.view);

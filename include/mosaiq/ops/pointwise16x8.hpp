@@ -85,6 +85,8 @@ class pointwise16x8 {
   static constexpr int out_channels = Cfg.out_channels;
   static constexpr int block = kernels::pw16::block;
   static constexpr int blocks = (out_channels + block - 1) / block;
+  // The last block's channels: paths compute only the vectors that hold them (a 24-channel layer computes 24 on AVX2).
+  static constexpr int last_channels = out_channels - (blocks - 1) * block;
   static constexpr int tile_pixels = Cfg.tile_pixels > 0 ? Cfg.tile_pixels : path::default_tile_pixels;
 
   static_assert(Cfg.out_channels >= 1, "pointwise16x8: set .out_channels (at least 1)");
@@ -219,20 +221,23 @@ class pointwise16x8 {
         job.input = in.pixel(0, 0, 0) + p0 * job.input_stride;
         job.out = out.pixel(0, 0, 0) + p0 * job.out_stride + c0;
         std::ptrdiff_t left = count;
-        run_pixel_tiles<Path, tile_pixels>(job, left);
+        if (b + 1 < blocks)
+          run_pixel_tiles<Path, tile_pixels, block>(job, left);
+        else
+          run_pixel_tiles<Path, tile_pixels, last_channels>(job, left);
       }
     }
   }
 
   /// Tiles of MR pixels while they fit, then the smaller tiles MR/2, ..., 1 for the rest.
-  template <class Path, int MR>
+  template <class Path, int MR, int Channels>
   static void run_pixel_tiles(kernels::pw16::tile_job& job, std::ptrdiff_t& count) noexcept {
     for (; count >= MR; count -= MR) {
-      Path::template tile<MR>(job);
+      Path::template tile<MR, Channels>(job);
       job.input += MR * job.input_stride;
       job.out += MR * job.out_stride;
     }
-    if constexpr (MR > 1) run_pixel_tiles<Path, MR / 2>(job, count);
+    if constexpr (MR > 1) run_pixel_tiles<Path, MR / 2, Channels>(job, count);
   }
 
   int channels_ = 0;

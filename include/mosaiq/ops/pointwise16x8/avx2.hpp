@@ -17,22 +17,27 @@
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::pw16 {
 
 namespace detail {
-/// Requantizes 16 accumulators (two ymm) with the block's single-rounding scales and stores them as int16.
-[[gnu::always_inline]] inline void requantize_store_avx2(const tile_job& job, __m256i acc_low, __m256i acc_high,
+/// Requantizes a pixel's accumulators of one block (Halves of 8 channels: 2, or 1 where the layer's last block has
+/// at most 8) with the block's single-rounding scales and stores them as int16.
+template <int Halves>
+[[gnu::always_inline]] inline void requantize_store_avx2(const tile_job& job, const __m256i (&acc)[2],
                                                          std::int16_t* out) noexcept {
   const __m256i zero = _mm256_setzero_si256(), lo = _mm256_set1_epi32(job.clamp_min),
                 hi = _mm256_set1_epi32(job.clamp_max);
-  const auto requantize = [&](__m256i acc, int c) {
+  const auto requantize = [&](__m256i v, int c) {
     const __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(job.multiplier + c));
     const __m256i s = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(job.right_shift + c));
-    return simd::avx2::requantize_epi32<rounding::single_round>(acc, m, zero, s, zero, lo, hi);
+    return simd::avx2::requantize_epi32<rounding::single_round>(v, m, zero, s, zero, lo, hi);
   };
+  const __m256i low = requantize(acc[0], 0), high = Halves == 2 ? requantize(acc[1], 8) : low;
   // The clamp keeps every lane in int16, so the saturating pack is exact; it interleaves 128-bit lanes, the
-  // permute restores channel order.
-  const __m256i packed =
-      _mm256_permute4x64_epi64(_mm256_packs_epi32(requantize(acc_low, 0), requantize(acc_high, 8)), 0xD8);
-  if (job.valid_channels == block) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), packed);
+  // permute restores channel order (with one half, channels 0-7 in the low 128 bits).
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packs_epi32(low, high), 0xD8);
+  if (job.valid_channels == 8 * Halves) {
+    if constexpr (Halves == 2)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), packed);
+    else
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
   } else {
     alignas(32) std::int16_t values[block];
     _mm256_store_si256(reinterpret_cast<__m256i*>(values), packed);
@@ -46,39 +51,45 @@ struct avx2_path {
   // 4 pixels: 8 accumulators, 2 weight vectors and a broadcast stay within the 16 ymm registers.
   static constexpr int default_tile_pixels = 4;
 
-  template <int MR>
+  /// Channels: how many of the block's 16 the layer has (compile time); at most 8 computes one half.
+  template <int MR, int Channels = block>
   static void tile(const tile_job& job) noexcept {
+    constexpr int halves = Channels > 8 ? 2 : 1;
     __m256i acc[MR][2];
-    const __m256i bias_low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(job.bias));
-    const __m256i bias_high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(job.bias + 8));
 #pragma GCC unroll 16
-    for (int p = 0; p < MR; ++p) acc[p][0] = bias_low, acc[p][1] = bias_high;
+    for (int p = 0; p < MR; ++p)
+#pragma GCC unroll 2
+      for (int h = 0; h < halves; ++h)
+        acc[p][h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(job.bias + 8 * h));
+    // Explicit loops, no lambda over acc: GCC 12 keeps a lambda-captured accumulator array in memory.
     const int pairs = job.input_channels / 2;
     const std::int16_t* w = job.weights;
     for (int k = 0; k < pairs; ++k, w += 2 * block) {
-      const __m256i w_low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
-      const __m256i w_high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + block));
+      __m256i wk[2];
+#pragma GCC unroll 2
+      for (int h = 0; h < halves; ++h) wk[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 * h));
 #pragma GCC unroll 16
       for (int p = 0; p < MR; ++p) {
         const __m256i x = _mm256_set1_epi32(load_pair(job.input + p * job.input_stride + 2 * k));
-        acc[p][0] = _mm256_add_epi32(acc[p][0], _mm256_madd_epi16(x, w_low));
-        acc[p][1] = _mm256_add_epi32(acc[p][1], _mm256_madd_epi16(x, w_high));
+#pragma GCC unroll 2
+        for (int h = 0; h < halves; ++h) acc[p][h] = _mm256_add_epi32(acc[p][h], _mm256_madd_epi16(x, wk[h]));
       }
     }
     if (job.input_channels % 2 != 0) {
       // The last channel alone (its pair partner's weights are 0): never read past the pixel.
-      const __m256i w_low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
-      const __m256i w_high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + block));
+      __m256i wk[2];
+#pragma GCC unroll 2
+      for (int h = 0; h < halves; ++h) wk[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16 * h));
 #pragma GCC unroll 16
       for (int p = 0; p < MR; ++p) {
-        const auto last = static_cast<std::uint16_t>(job.input[p * job.input_stride + job.input_channels - 1]);
-        const __m256i x = _mm256_set1_epi32(last);
-        acc[p][0] = _mm256_add_epi32(acc[p][0], _mm256_madd_epi16(x, w_low));
-        acc[p][1] = _mm256_add_epi32(acc[p][1], _mm256_madd_epi16(x, w_high));
+        const __m256i x =
+            _mm256_set1_epi32(static_cast<std::uint16_t>(job.input[p * job.input_stride + job.input_channels - 1]));
+#pragma GCC unroll 2
+        for (int h = 0; h < halves; ++h) acc[p][h] = _mm256_add_epi32(acc[p][h], _mm256_madd_epi16(x, wk[h]));
       }
     }
 #pragma GCC unroll 16
-    for (int p = 0; p < MR; ++p) detail::requantize_store_avx2(job, acc[p][0], acc[p][1], job.out + p * job.out_stride);
+    for (int p = 0; p < MR; ++p) detail::requantize_store_avx2<halves>(job, acc[p], job.out + p * job.out_stride);
   }
 };
 

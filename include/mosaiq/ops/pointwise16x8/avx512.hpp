@@ -26,7 +26,8 @@ struct avx512_path {
     return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w));
   }
 
-  template <int MR>
+  /// Channels: the block's channels in the layer (one zmm holds the whole block; the store is masked).
+  template <int MR, int Channels = block>
   static void tile(const tile_job& job) noexcept {
     __m512i acc[MR];
     const __m512i bias = _mm512_loadu_si512(job.bias);

@@ -19,48 +19,41 @@ struct neon_path {
   // aarch64: 16 accumulators and 2 weight registers of 32; armv7 has 16 q registers.
   static constexpr int default_tile_pixels = MOSAIQ_TARGET_NEON64 ? 4 : 2;
 
-  template <int MR>
+  /// Channels: how many of the block's 16 the layer has (compile time); only their quads of 4 are computed.
+  template <int MR, int Channels = block>
   static void tile(const tile_job& job) noexcept {
+    constexpr int quads = (Channels + 3) / 4;
     int32x4_t acc[MR][4];
 #pragma GCC unroll 16
     for (int p = 0; p < MR; ++p)
 #pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) acc[p][q] = vld1q_s32(job.bias + 4 * q);
+      for (int q = 0; q < quads; ++q) acc[p][q] = vld1q_s32(job.bias + 4 * q);
     const std::int16_t* w = job.weights;
     for (int k = 0; k < job.input_channels; ++k, w += block) {
-      const int16x8_t w_low = vld1q_s16(w), w_high = vld1q_s16(w + 8);
+      int16x4_t wk[4];
+#pragma GCC unroll 4
+      for (int q = 0; q < quads; ++q) wk[q] = vld1_s16(w + 4 * q);
 #pragma GCC unroll 16
       for (int p = 0; p < MR; ++p) {
         const std::int16_t x = job.input[p * job.input_stride + k];
-        acc[p][0] = vmlal_n_s16(acc[p][0], vget_low_s16(w_low), x);
-        acc[p][1] = vmlal_n_s16(acc[p][1], vget_high_s16(w_low), x);
-        acc[p][2] = vmlal_n_s16(acc[p][2], vget_low_s16(w_high), x);
-        acc[p][3] = vmlal_n_s16(acc[p][3], vget_high_s16(w_high), x);
+#pragma GCC unroll 4
+        for (int q = 0; q < quads; ++q) acc[p][q] = vmlal_n_s16(acc[p][q], wk[q], x);
       }
     }
     const int32x4_t zero = vdupq_n_s32(0), lo = vdupq_n_s32(job.clamp_min), hi = vdupq_n_s32(job.clamp_max);
+    const bool whole = job.valid_channels == 4 * quads;
 #pragma GCC unroll 16
     for (int p = 0; p < MR; ++p) {
-      int16x8_t halves[2];
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-        const auto requantize = [&](int q) {
-          return simd::neon::requantize_s32<rounding::single_round>(acc[p][q], vld1q_s32(job.multiplier + 4 * q), zero,
-                                                                    vld1q_s32(job.right_shift + 4 * q), zero, lo, hi);
-        };
-        // Clamped into int16 already: the narrow is exact.
-        halves[h] = vcombine_s16(vmovn_s32(requantize(2 * h)), vmovn_s32(requantize(2 * h + 1)));
-      }
       std::int16_t* out = job.out + p * job.out_stride;
-      if (job.valid_channels == block) {
-        vst1q_s16(out, halves[0]);
-        vst1q_s16(out + 8, halves[1]);
-      } else {
-        std::int16_t values[block];
-        vst1q_s16(values, halves[0]);
-        vst1q_s16(values + 8, halves[1]);
-        store_partial(out, values, job.valid_channels);
+      std::int16_t values[block];
+#pragma GCC unroll 4
+      for (int q = 0; q < quads; ++q) {
+        const int32x4_t v = simd::neon::requantize_s32<rounding::single_round>(
+            acc[p][q], vld1q_s32(job.multiplier + 4 * q), zero, vld1q_s32(job.right_shift + 4 * q), zero, lo, hi);
+        // Clamped into int16 already: the narrow is exact.
+        vst1_s16((whole ? out : values) + 4 * q, vmovn_s32(v));
       }
+      if (!whole) store_partial(out, values, job.valid_channels);
     }
   }
 };

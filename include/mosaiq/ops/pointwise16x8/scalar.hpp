@@ -19,7 +19,9 @@ struct scalar_path {
   static constexpr int taps = Taps;
   static constexpr int default_tile_pixels = 4;
 
-  template <int MR>
+  /// Channels: the block's channels in the layer (the SIMD paths skip whole vectors past them; here the stores stop
+  /// at job.valid_channels).
+  template <int MR, int Channels = block>
   static void tile(const tile_job& job) noexcept {
     std::array<std::array<std::int32_t, block>, MR> acc;
     for (auto& pixel : acc) std::copy_n(job.bias, block, pixel.begin());
