@@ -9,7 +9,7 @@
 // `pointwise/mosaiq/<case>_i16x8` rows: mosaiq::pointwise16x8 (TFLite's 16x8 mode: int16 activations, int8
 // per-channel filters, int64 biases) on three of the selfie model's 1x1 shapes, each beside the i8 row of the same
 // shape, checked bit for bit against reference::pointwise_conv_16x8. XNNPACK has no 16x8 convolution operator (its
-// qs16 support covers only a few elementwise ops), so these rows have no baseline beside them.
+// convolutions take f32, f16, qc8, qs8 and qu8), so these rows have no baseline beside them.
 // `--threads N` adds `pointwise/mosaiq/<case>_t<N>` for the 1x1 cases: the vector path in row bands
 // on a mosaiq::thread_pool of N threads (wall-clock time).
 // `pointwise/peak/vpdpbusd` is the AVX512-VNNI ceiling of this core: back-to-back independent

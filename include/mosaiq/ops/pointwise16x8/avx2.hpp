@@ -48,8 +48,9 @@ template <int Halves>
 
 struct avx2_path {
   static constexpr int taps = 2;
-  // 4 pixels: 8 accumulators, 2 weight vectors and a broadcast stay within the 16 ymm registers.
-  static constexpr int default_tile_pixels = 4;
+  // 5 pixels: 10 accumulators, 2 weight vectors and a broadcast stay within the 16 ymm registers; of 3-6 pixels
+  // it was the fastest or as fast on the selfie shapes (docs/decisions.md, "The 16x8 pointwise kernel").
+  static constexpr int default_tile_pixels = 5;
 
   /// Channels: how many of the block's 16 the layer has (compile time); at most 8 computes one half.
   template <int MR, int Channels = block>
