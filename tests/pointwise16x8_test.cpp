@@ -153,17 +153,11 @@ TEST_CASE("pointwise16x8: TFLite's 64-bit requantization is the single-rounding 
     const quantized_multiplier q = random_multiplier(rng);
     mismatches += !same(any(rng), q);
     mismatches += !same(extremes[i % std::size(extremes)], q);
-    // Ties: an accumulator that is an odd multiple of half the divisor after the Q15 multiply.
-    const int total = 15 - q.shift;
-    const std::int64_t reduced = reference::q15_multiplier(q.multiplier);
-    if (reduced != 0 && total <= 30) {
-      const std::int64_t tie =
-          (std::int64_t{1} << (total - 1)) * (2 * std::uniform_int_distribution<int>(-8, 8)(rng) + 1);
-      if (tie % reduced == 0 && tie / reduced >= std::numeric_limits<std::int32_t>::min() &&
-          tie / reduced <= std::numeric_limits<std::int32_t>::max())
-        mismatches += !same(static_cast<std::int32_t>(tie / reduced), q);
-    }
   }
+  // Ties: with M15 = 2^14 (the Q31 0.5), x = m 2^-shift for odd m puts x M15 at an odd multiple of half the divisor
+  // 2^(15 - shift): both forms round those up.
+  for (int shift = -16; shift <= 0; ++shift)
+    for (int m = -15; m <= 15; m += 2) mismatches += !same(m * (1 << -shift), {1 << 30, shift});
   CHECK(mismatches == 0);
   // Hand-computed: 3 * 0.5 (M15 = 0x4000) rounds 1.5 up to 2; -3 * 0.5 rounds -1.5 up to -1.
   const quantized_multiplier half{1 << 30, 0};
