@@ -6,6 +6,10 @@
 // `pointwise/mosaiq/...` rows run the vector path of the build (AMX turned off while loading);
 // `pointwise/mosaiq_amx/...` rows the AMX tile path of the same build where the CPU and the OS have
 // AMX (simd/amx.hpp), else they report why not.
+// `pointwise/mosaiq/<case>_i16x8` rows: mosaiq::pointwise16x8 (TFLite's 16x8 mode: int16 activations, int8
+// per-channel filters, int64 biases) on three of the selfie model's 1x1 shapes, each beside the i8 row of the same
+// shape, checked bit for bit against reference::pointwise_conv_16x8. XNNPACK has no 16x8 convolution operator (its
+// convolutions take f32, f16, qc8, qs8 and qu8), so these rows have no baseline beside them.
 // `--threads N` adds `pointwise/mosaiq/<case>_t<N>` for the 1x1 cases: the vector path in row bands
 // on a mosaiq::thread_pool of N threads (wall-clock time).
 // `pointwise/peak/vpdpbusd` is the AVX512-VNNI ceiling of this core: back-to-back independent
@@ -15,6 +19,7 @@
 #include "mosaiq/ops/pointwise.hpp"
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -25,6 +30,8 @@
 #include "baselines.hpp"
 #include "common.hpp"
 #include "mosaiq/ops/conv.hpp"
+#include "mosaiq/ops/pointwise16x8.hpp"
+#include "mosaiq/reference/int16.hpp"
 #include "mosaiq/simd/amx.hpp"
 
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
@@ -178,6 +185,113 @@ void register_mosaiq_case(std::uint32_t seed, int threads) {
   register_baseline_rows<T>("pointwise", problem);
 }
 
+// The selfie model's 1x1 shapes the 16x8 rows run (issue 19): the 64x64 expansion, a 32x32 one, a 16x16 projection.
+constexpr std::array selfie_16x8_cases{
+    pointwise_case{64, 64, 16, 72},
+    pointwise_case{32, 32, 24, 96},
+    pointwise_case{16, 16, 96, 24},
+};
+
+/// A 16x8 pointwise workload: full-range int16 inputs, int8 filters with per-channel scales, int64 biases, scales
+/// that put the outputs' spread at about 8000 steps (few saturate), and the reference output.
+struct problem_16x8 {
+  conv_shape shape;
+  aligned_buffer<std::int16_t> input, output, expected;
+  aligned_buffer<std::int8_t> filter;
+  std::vector<std::int64_t> bias;
+  reference::conv_requant_16x8 requant;
+
+  problem_16x8(const conv_shape& s, std::uint32_t seed)
+      : shape(s),
+        input(s.input_shape().elements()),
+        output(s.output_shape().elements()),
+        expected(s.output_shape().elements()),
+        filter(s.filter_elements()),
+        bias(s.output_channels) {
+    std::mt19937 rng(seed);
+    fill_uniform(input.span(), -32768, 32767, rng);
+    fill_uniform(filter.span(), -127, 127, rng);
+    fill_uniform(std::span(bias), -100000, 100000, rng);
+    constexpr float input_scale = 1.0f / 4096, filter_scale = 0.01f;
+    // Uniform int16 times uniform int8: each product has a spread of about 18918 * 73 = 1.38e6.
+    const float acc_spread = 1.38e6f * std::sqrt(static_cast<float>(s.input_channels));
+    std::vector<float> filter_scales;
+    std::uniform_real_distribution<float> spread(0.5f, 1.5f);
+    for (int c = 0; c < s.output_channels; ++c) filter_scales.push_back(filter_scale * spread(rng));
+    requant = reference::make_conv_requant_16x8(input_scale, filter_scales,
+                                                input_scale * filter_scale * acc_spread / 8000.0f, activation::none);
+    reference::pointwise_conv_16x8(input_view(), filter.data(), bias.data(), output_view(expected), requant);
+  }
+  tensor_view<const std::int16_t> input_view() const { return {input.data(), shape.input_shape()}; }
+  tensor_view<std::int16_t> output_view(aligned_buffer<std::int16_t>& buffer) const {
+    return {buffer.data(), shape.output_shape()};
+  }
+  /// Bytes one run must touch at least: int16 input and output, int8 filter.
+  std::int64_t bytes() const noexcept {
+    return static_cast<std::int64_t>(2 * shape.input_shape().elements() + shape.filter_elements() +
+                                     2 * shape.output_shape().elements());
+  }
+};
+
+/// `pointwise/mosaiq/<case>_i16x8`: the layer is loaded and checked against the reference on the row's first run.
+template <pointwise_case Case>
+void register_16x8_row(std::uint32_t seed) {
+  using op_type = pointwise16x8<pointwise16x8_config{.out_channels = Case.output_channels}>;
+  const conv_shape shape = conv_shape::dense(Case.height, Case.width, Case.input_channels, Case.output_channels);
+  std::string name = shape.case_name<i8>();
+  name.replace(name.size() - 2, 2, "i16x8");
+  struct row_state {
+    std::unique_ptr<problem_16x8> problem;
+    std::unique_ptr<op_type> op;
+    std::string error;
+  };
+  auto row = std::make_shared<row_state>();
+  register_row("pointwise", "mosaiq", name, [shape, seed, row](benchmark::State& state) {
+    if (!row->op && row->error.empty()) {
+      row->problem = std::make_unique<problem_16x8>(shape, seed);
+      row->op = std::make_unique<op_type>(row->problem->filter.data(), row->problem->bias.data(), shape.input_channels,
+                                          row->problem->requant);
+      (*row->op)(row->problem->input_view(), row->problem->output_view(row->problem->output));
+      const output_match m = compare_outputs<std::int16_t>(row->problem->output.span(), row->problem->expected.span());
+      if (m.differing != 0 || !row->op->uses_int32_path())
+        row->error = "mosaiq::pointwise16x8 differs from reference::pointwise_conv_16x8 (" + m.text() +
+                     ") or left the int32 path";
+    }
+    if (!row->error.empty()) {
+      state.SkipWithError(row->error.c_str());
+      return;
+    }
+    const tensor_view<const std::int16_t> in = row->problem->input_view();
+    const tensor_view<std::int16_t> out = row->problem->output_view(row->problem->output);
+    for (auto _ : state) {
+      (*row->op)(in, out);
+      benchmark::ClobberMemory();
+    }
+    set_throughput_counters(state, shape.macs(), row->problem->bytes());
+    state.SetLabel("mosaiq::pointwise16x8 " + std::to_string(op_type::tile()) + "x16 " +
+                   std::string(simd::to_string(simd::native_isa)) + "; vs reference: exact");
+  });
+}
+
+/// The 16x8 rows, and the i8 rows of their shapes that the 1x1 cases above do not register already.
+template <std::size_t... I>
+void register_16x8_cases(std::uint32_t& seed, int threads, std::index_sequence<I...>) {
+  constexpr auto registered_above = [](pointwise_case c) {
+    for (const pointwise_case& m : mosaiq_cases)
+      if (m.height == c.height && m.width == c.width && m.input_channels == c.input_channels &&
+          m.output_channels == c.output_channels)
+        return true;
+    return false;
+  };
+  (
+      [&] {
+        if constexpr (!registered_above(selfie_16x8_cases[I]))
+          register_mosaiq_case<selfie_16x8_cases[I], i8>(seed++, threads);
+        register_16x8_row<selfie_16x8_cases[I]>(seed++);
+      }(),
+      ...);
+}
+
 template <std::size_t... I>
 void register_mosaiq_cases(std::uint32_t& seed, int threads, std::index_sequence<I...>) {
   ((register_mosaiq_case<mosaiq_cases[I], u8>(seed, threads), ++seed,
@@ -202,6 +316,7 @@ void register_all(int threads) {
     register_case<u8>(shape, seed++);
     register_case<i8>(shape, seed++);
   }
+  register_16x8_cases(seed, threads, std::make_index_sequence<selfie_16x8_cases.size()>{});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "mosaiq/ops/hard_swish.hpp"
 #include "mosaiq/ops/nms.hpp"
 #include "mosaiq/ops/pointwise.hpp"
+#include "mosaiq/ops/pointwise16x8.hpp"
 #include "mosaiq/ops/pool.hpp"
 #include "mosaiq/ops/resize.hpp"
 #include "mosaiq/ops/softmax.hpp"

@@ -51,10 +51,25 @@ using i16 = std::int16_t;
 /// the Q31 multiplier rounded to Q15 (saturating at 0x7FFF), one product, one shift by 15 - shift rounding half up.
 /// Defined for multiplier >= 0, shift in [-31, 7] and |x| < 2^47 (TFLite's DCHECKs; the result then fits int32 for
 /// the layers that use it).
+/// The Q15 multiplier of TFLite's 64-bit MultiplyByQuantizedMultiplier: the Q31 one rounded half up, saturating at
+/// 0x7FFF (multiplier >= 0).
+constexpr std::int32_t q15_multiplier(std::int32_t multiplier) noexcept {
+  return multiplier < 0x7FFF0000 ? static_cast<std::int32_t>((std::int64_t{multiplier} + (1 << 15)) >> 16) : 0x7FFF;
+}
+
 constexpr std::int32_t multiply_by_quantized_multiplier_64(std::int64_t x, quantized_multiplier q) noexcept {
-  const std::int64_t reduced = q.multiplier < 0x7FFF0000 ? (std::int64_t{q.multiplier} + (1 << 15)) >> 16 : 0x7FFF;
+  const std::int64_t reduced = q15_multiplier(q.multiplier);
   const int total_shift = 15 - q.shift;
   return static_cast<std::int32_t>((x * reduced + (std::int64_t{1} << (total_shift - 1))) >> total_shift);
+}
+
+/// multiply_by_quantized_multiplier_64 for int32 accumulators as the single-rounding scale of mosaiq's epilogues:
+/// (x * M15 + 2^(14 - shift)) >> (15 - shift) equals (x * (M15 << 16) + 2^(30 - shift)) >> (31 - shift), both terms
+/// scaled by 2^16 (shift <= 7 keeps 14 - shift >= 0), so multiply_by_quantized_multiplier<rounding::single_round>
+/// with this scale is TFLite's 16x8 requantization, whatever rounding the build's 8-bit layers use. The 16x8 SIMD
+/// kernels' epilogue (tests/pointwise16x8_test.cpp proves the identity on random and extreme values).
+constexpr requant_scale single_round_scale_16x8(quantized_multiplier q) noexcept {
+  return {static_cast<std::int32_t>(static_cast<std::uint32_t>(q15_multiplier(q.multiplier)) << 16), 0, 31 - q.shift};
 }
 
 /// The fused activation's clamp for an int16 output of scale `output_scale` (zero point 0): TFLite's
