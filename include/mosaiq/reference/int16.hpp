@@ -47,16 +47,16 @@ namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::reference {
 
 using i16 = std::int16_t;
 
-/// TFLite's MultiplyByQuantizedMultiplier(int64_t x, int32_t multiplier, int shift) (kernels/internal/common.h):
-/// the Q31 multiplier rounded to Q15 (saturating at 0x7FFF), one product, one shift by 15 - shift rounding half up.
-/// Defined for multiplier >= 0, shift in [-31, 7] and |x| < 2^47 (TFLite's DCHECKs; the result then fits int32 for
-/// the layers that use it).
 /// The Q15 multiplier of TFLite's 64-bit MultiplyByQuantizedMultiplier: the Q31 one rounded half up, saturating at
 /// 0x7FFF (multiplier >= 0).
 constexpr std::int32_t q15_multiplier(std::int32_t multiplier) noexcept {
   return multiplier < 0x7FFF0000 ? static_cast<std::int32_t>((std::int64_t{multiplier} + (1 << 15)) >> 16) : 0x7FFF;
 }
 
+/// TFLite's MultiplyByQuantizedMultiplier(int64_t x, int32_t multiplier, int shift) (kernels/internal/common.h):
+/// the Q31 multiplier rounded to Q15 (saturating at 0x7FFF), one product, one shift by 15 - shift rounding half up.
+/// Defined for multiplier >= 0, shift in [-31, 7] and |x| < 2^47 (TFLite's DCHECKs; the result then fits int32 for
+/// the layers that use it).
 constexpr std::int32_t multiply_by_quantized_multiplier_64(std::int64_t x, quantized_multiplier q) noexcept {
   const std::int64_t reduced = q15_multiplier(q.multiplier);
   const int total_shift = 15 - q.shift;
