@@ -155,7 +155,10 @@ void check_chain(const typename chain_net<T, 1, banding::off()>::weights& w, con
   (check(std::integral_constant<int, Rows>{}), ...);
 }
 
-/// Chains of each length from layer 5, odd and even band heights.
+/// Chains of each length from layer 5, odd and even band heights. Every layer kind's windowed kernels run at band
+/// heights 1 to 3 for both element types; the other chain lengths and heights are plan logic over the same windows
+/// (where a chain ends, which maps it reads whole), the same C++ for both types: uint8 alone runs them, which keeps
+/// seven whole networks of int8 out of the unit's compile (docs/decisions.md, "The test suite, part 10").
 template <class T>
 void check_every_band_height() {
   using whole = chain_net<T, 1, banding::off()>;
@@ -166,16 +169,20 @@ void check_every_band_height() {
   CHECK(std::set<T>(expected.begin(), expected.end()).size() > 4);
   check_chain<T, 20, 1, 2, 3>(w, input, expected);
 #if !MOSAIQ_TEST_PATH_GRIDS
-  check_chain<T, 6, 1, 2, 3>(w, input, expected);
-  check_chain<T, 12, 1, 3>(w, input, expected);
-  check_chain<T, 16, 2, 5>(w, input, expected);
+  if constexpr (std::is_same_v<T, u8>) {
+    check_chain<T, 6, 1, 2, 3>(w, input, expected);
+    check_chain<T, 12, 1, 3>(w, input, expected);
+    check_chain<T, 16, 2, 5>(w, input, expected);
+  }
 #endif
 }
 
 TEST_CASE("bands: every chain and band height gives the layer-by-layer bytes (uint8)") {
   check_every_band_height<u8>();
 }
-TEST_CASE("bands: every chain and band height gives the layer-by-layer bytes (int8)") { check_every_band_height<i8>(); }
+TEST_CASE("bands: every layer kind at band heights 1 to 3 gives the layer-by-layer bytes (int8)") {
+  check_every_band_height<i8>();
+}
 
 #if !MOSAIQ_TEST_PATH_GRIDS
 TEST_CASE("bands: a chain inside the network, taps and the broadcast gate read across bands") {
