@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "allocation_counter.hpp"
 #include "mosaiq/net.hpp"
 #include "mosaiq/tools.hpp"
 #include "support.hpp"
@@ -181,6 +182,29 @@ TEST_CASE("network 16x8: a run poisoning dead memory gives the same output (the 
   net16::run_poisoning_dead_memory(*p, tensor_view<const i16>(q.data(), net16::input_shape),
                                    tensor_view<i16>(out.data(), net16::output_shape), arena.bytes);
   CHECK(out == plain.output);
+}
+
+TEST_CASE("network 16x8: the 1x1 layers run the SIMD 16x8 kernel's int32 path; a run does not allocate") {
+  const fixture<> f(7);
+  const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);
+  REQUIRE(w != nullptr);
+  const auto p = std::make_unique<net16::prepared>(net16::prepare(*w));
+  // Layers 4, 5, 8 and 16 are the 1x1s: prepared kernels (packed weights in the state), accumulating in int32.
+  static_assert(std::same_as<decltype(p->state<4>().kernel), pointwise16x8<{.out_channels = 4}>>);
+  CHECK(p->state<4>().kernel.uses_int32_path());
+  CHECK(p->state<5>().kernel.uses_int32_path());
+  CHECK(p->state<8>().kernel.uses_int32_path());
+  CHECK(p->state<16>().kernel.uses_int32_path());
+  CHECK(p->state<16>().kernel.input_channels() == 12);
+
+  test::aligned_arena arena(net16::arena_bytes);
+  const std::vector<i16> q = tools::quantize_input<net16>(*w, f.samples[2]);
+  std::vector<i16> out(net16::output_shape.elements());
+  const long before = test::heap_allocations();
+  net16::run(*p, tensor_view<const i16>(q.data(), net16::input_shape),
+             tensor_view<i16>(out.data(), net16::output_shape), arena.bytes);
+  CHECK(test::heap_allocations() == before);
+  CHECK(out == run_network(*p, *w, f.samples[2]).output);
 }
 
 TEST_CASE("network 16x8: on a thread pool the layers run whole on one thread, the same output and plan") {

@@ -1,8 +1,9 @@
 // How each layer of a 16x8 (i16) network runs: TFLite's 16x8 mode, int16 activations with zero point 0, int8
-// per-channel filters, int64 biases. For now every executor calls the int16 reference kernel of its op
-// (reference/int16.hpp): exact, plain scalar loops, no speed; SIMD 16x8 kernels replace them op by op, each
-// bit-exact with the reference it replaces. tools::reference_16x8<Net> runs the same references layer by layer and
-// is the oracle these executors are tested against (tests/network_16x8_test.cpp).
+// per-channel filters, int64 biases. The pointwise layers run the SIMD 16x8 kernel (ops/pointwise16x8.hpp); every
+// other executor still calls the int16 reference kernel of its op (reference/int16.hpp): exact, plain scalar loops,
+// no speed. SIMD 16x8 kernels replace them op by op, each bit-exact with the reference it replaces.
+// tools::reference_16x8<Net> runs the same references layer by layer and is the oracle these executors are tested
+// against (tests/network_16x8_test.cpp).
 //
 // The executor contract is net/executor.hpp's. Every executor here runs whole on one thread (no run_rows), so a 16x8
 // network has no row bands, row runs or band chains yet. The requantization parameters are built once at prepare();
@@ -24,6 +25,7 @@
 #include "mosaiq/net/executor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/reference_params.hpp"
+#include "mosaiq/ops/pointwise16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -50,16 +52,20 @@ struct conv_state_16x8 {
   quant_params output{};
 };
 
+/// A conv-like layer's per-channel requantization; empty (invalid, refused by every kernel) unless every zero point
+/// is 0.
+template <class W>
+reference::conv_requant_16x8 conv_requant_16x8_for(const W& w, const std::array<quant_params, 1>& in, activation act) {
+  if (!zero_points_16x8(in, w.output)) return {};
+  return reference::make_conv_requant_16x8(in[0].scale, std::span<const float>(w.filter_scales), w.output.scale, act);
+}
+
 template <activation Act>
 struct conv_executor_16x8 : plain_executor {
   using state = conv_state_16x8;
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 1>& in) {
-    state s{w.filter.data(), w.bias.data(), {}, w.output};
-    if (zero_points_16x8(in, w.output))
-      s.requant =
-          reference::make_conv_requant_16x8(in[0].scale, std::span<const float>(w.filter_scales), w.output.scale, Act);
-    return s;
+    return {w.filter.data(), w.bias.data(), conv_requant_16x8_for(w, in, Act), w.output};
   }
 };
 
@@ -93,11 +99,20 @@ struct executor<layers::depthwise<C>, i16, R, In, Out> : detail::conv_executor_1
   }
 };
 
+/// On the SIMD 16x8 kernel (ops/pointwise16x8.hpp), built once at prepare(): its packed weights live in the state,
+/// so a run neither packs nor allocates. Bit-exact with reference::pointwise_conv_16x8 whatever the network's
+/// rounding (the kernel's single-rounding epilogue is the 16x8 mode's Q15 one); a layer whose accumulators could
+/// leave int32 runs that reference inside the kernel.
 template <layers::pointwise_config C, rounding R, shape In, shape Out>
-struct executor<layers::pointwise<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
-  static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
-                  std::span<std::byte>) {
-    reference::pointwise_conv_16x8(in[0], s.filter, s.bias, out, s.requant);
+struct executor<layers::pointwise<C>, i16, R, In, Out> : detail::plain_executor {
+  using kernel = pointwise16x8<pointwise16x8_config{.out_channels = C.out_channels}>;
+  using state = detail::kernel_state<kernel>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    return {kernel(w.filter.data(), w.bias.data(), In.channels, detail::conv_requant_16x8_for(w, in, C.act)), w.output};
+  }
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    s.kernel(in[0], out);
   }
 };
 
