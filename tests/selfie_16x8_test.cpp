@@ -45,7 +45,8 @@ std::vector<float> photo_input(int index) {
 }  // namespace
 
 TEST_CASE("selfie segmentation 256x256 as an i16 network: equal to reference_16x8, and within issue 19's bounds") {
-  // The 16x8 plan: every tensor twice the i8 network's bytes (no GEMM workspace: the executors are the references).
+  // The 16x8 plan: every tensor twice the i8 network's bytes (no GEMM workspace: the 1x1 kernel reads its int16 inputs
+  // in place).
   std::printf("selfie_256 i16 network: arena %zu B, peak live %zu B (i8: %zu / %zu), weights %llu B\n",
               net16::arena_bytes, net16::peak_live_bytes, selfie_256_i8::network::arena_bytes,
               selfie_256_i8::network::peak_live_bytes, static_cast<unsigned long long>(net16::weight_bytes));
