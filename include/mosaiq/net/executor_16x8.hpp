@@ -9,7 +9,7 @@
 // network has no row bands, row runs or band chains yet. The requantization parameters are built once at prepare();
 // a run does not allocate (the transposed convolution's int64 accumulators are the layer's planned workspace).
 //
-// Layer kinds without a 16x8 executor (max pool, MEAN, nearest resize, softmax, log-softmax, concat) are refused at
+// Layer kinds without a 16x8 executor (max pool, nearest resize, softmax, log-softmax, concat) are refused at
 // compile time by the network (has_16x8_executor).
 #pragma once
 
@@ -150,6 +150,21 @@ template <layers::pool_config C, rounding R, shape In, shape Out>
 struct executor<layers::average_pool<C>, i16, R, In, Out> : detail::same_quantization_executor {
   static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
     reference::average_pool_16(in[0], out, detail::pool_params_of(C), s.output.scale);
+  }
+};
+
+/// MEAN over height and width (TFLite's int16 MEAN): an output scale of its own (the converter does not tie it to the
+/// input's), the 1 / pixel count folded into the multiplier once at prepare().
+template <int U, rounding R, shape In, shape Out>
+struct executor<layers::global_average_pool<U>, i16, R, In, Out> : detail::plain_executor {
+  using state = detail::params_state_16x8<reference::mean_params_16>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    if (!detail::zero_points_16x8(in, w.output)) return {{}, w.output};
+    return {reference::make_mean_params_16<R>(in[0].scale, w.output.scale, In.height * In.width), w.output};
+  }
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    reference::mean_16<R>(in[0], out, s.params);
   }
 };
 
