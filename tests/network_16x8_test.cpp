@@ -201,7 +201,7 @@ TEST_CASE("network 16x8: the 1x1 layers run the SIMD 16x8 kernel's int32 path; a
   REQUIRE(w != nullptr);
   const auto p = std::make_unique<net16::prepared>(net16::prepare(*w));
   // Layers 4, 5, 8 and 16 are the 1x1s: prepared kernels (packed weights in the state), accumulating in int32.
-  static_assert(std::same_as<decltype(p->state<4>().kernel), pointwise16x8<{.out_channels = 4}>>);
+  static_assert(std::same_as<decltype(p->state<4>().kernel), pointwise16x8<pointwise16x8_config{.out_channels = 4}>>);
   CHECK(p->state<4>().kernel.uses_int32_path());
   CHECK(p->state<5>().kernel.uses_int32_path());
   CHECK(p->state<8>().kernel.uses_int32_path());
