@@ -69,12 +69,20 @@ struct conv_executor_16x8 : plain_executor {
   }
 };
 
-/// A layer whose params are built from its input and output scales (`Make`), run by an element-wise reference.
+/// A layer whose params are built from its input and output scales, run by an element-wise reference.
 template <class Params>
 struct params_state_16x8 {
   Params params{};
   quant_params output{};
 };
+
+/// A one-input layer's state: params from `make(input scale, output scale)`; left invalid (its reference refuses
+/// them) unless every zero point is 0.
+template <class Params, class W, class Make>
+params_state_16x8<Params> params_from_scales_16x8(const W& w, const std::array<quant_params, 1>& in, Make make) {
+  if (!zero_points_16x8(in, w.output)) return {{}, w.output};
+  return {make(in[0].scale, w.output.scale), w.output};
+}
 
 /// Element-wise layers whose references allow the output to be an input (reference/int16.hpp: "out may be in").
 struct in_place_executor_16x8 : plain_executor {
@@ -160,8 +168,9 @@ struct executor<layers::global_average_pool<U>, i16, R, In, Out> : detail::plain
   using state = detail::params_state_16x8<reference::mean_params_16>;
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 1>& in) {
-    if (!detail::zero_points_16x8(in, w.output)) return {{}, w.output};
-    return {reference::make_mean_params_16<R>(in[0].scale, w.output.scale, In.height * In.width), w.output};
+    return detail::params_from_scales_16x8<reference::mean_params_16>(w, in, [](float in_scale, float out_scale) {
+      return reference::make_mean_params_16<R>(in_scale, out_scale, In.height * In.width);
+    });
   }
   static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
     reference::mean_16<R>(in[0], out, s.params);
@@ -196,8 +205,8 @@ struct executor<layers::hard_swish<U>, i16, R, In, Out> : detail::in_place_execu
   using state = detail::params_state_16x8<reference::hard_swish_params_16>;
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 1>& in) {
-    if (!detail::zero_points_16x8(in, w.output)) return {{}, w.output};
-    return {reference::make_hard_swish_params_16(in[0].scale, w.output.scale), w.output};
+    return detail::params_from_scales_16x8<reference::hard_swish_params_16>(w, in,
+                                                                            &reference::make_hard_swish_params_16);
   }
   static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
     reference::hard_swish_16<R>(in[0], out, s.params);
