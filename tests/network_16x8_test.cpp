@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "allocation_counter.hpp"
 #include "mosaiq/net.hpp"
 #include "mosaiq/tools.hpp"
 #include "support.hpp"
@@ -26,15 +27,17 @@ using tools::float_range;
 /// Every selfie layer kind: the 3x3 stride-2 stem, hard swish, a squeeze-and-excitation gate (whole-map average
 /// pool, 1x1 with relu, 1x1, logistic, per-channel broadcast mul), a 1x1 expansion, a 5x5 depthwise with relu, a
 /// residual add, 2x half-pixel bilinear upsampling, an attention gate on the upsampled map, the 2x2 stride-2
-/// transposed convolution to one channel and the final logistic. "mid" is also an extra output.
-template <class Input>
+/// transposed convolution to one channel and the final logistic. "mid" is also an extra output. With `Mean` the two
+/// whole-map pools are MEAN (global_average_pool), as in the landscape model.
+template <class Input, bool Mean = false>
 using selfie_kinds = network<
     Input,  //
     layers::conv2d<layers::conv2d_config{
         .out_channels = 8, .kernel = {3, 3}, .stride = {2, 2}, .pad = padding::same()}>,
-    layers::hard_swish<>,                                                                     //
-    layers::tap<"h">,                                                                         //
-    layers::average_pool<layers::pool_config{.kernel = {6, 5}, .stride = {6, 5}}>,            //
+    layers::hard_swish<>,  //
+    layers::tap<"h">,      //
+    std::conditional_t<Mean, layers::global_average_pool<>,
+                       layers::average_pool<layers::pool_config{.kernel = {6, 5}, .stride = {6, 5}}>>,
     layers::pointwise<layers::pointwise_config{.out_channels = 4, .act = activation::relu}>,  //
     layers::pointwise<layers::pointwise_config{.out_channels = 8}>,                           //
     layers::logistic<>,                                                                       //
@@ -46,16 +49,20 @@ using selfie_kinds = network<
     layers::output<"mid">,                                                                        //
     layers::resize_bilinear<layers::resize_config{.scale = 2, .mode = resize_mode::half_pixel}>,  //
     layers::tap<"u">,                                                                             //
-    layers::average_pool<layers::pool_config{.kernel = {12, 10}, .stride = {12, 10}}>,            //
-    layers::pointwise<layers::pointwise_config{.out_channels = 12}>,                              //
-    layers::logistic<>,                                                                           //
-    layers::mul<"u">,                                                                             //
-    layers::transpose_conv<layers::transpose_conv_config{.out_channels = 1}>,                     //
+    std::conditional_t<Mean, layers::global_average_pool<>,
+                       layers::average_pool<layers::pool_config{.kernel = {12, 10}, .stride = {12, 10}}>>,
+    layers::pointwise<layers::pointwise_config{.out_channels = 12}>,           //
+    layers::logistic<>,                                                        //
+    layers::mul<"u">,                                                          //
+    layers::transpose_conv<layers::transpose_conv_config{.out_channels = 1}>,  //
     layers::logistic<>>;
 using net8 = selfie_kinds<input<i8, 12, 10, 3>>;
 using net16 = net8::with_element<i16>;
 /// The network's rounding reaches every 16x8 layer that has two (mul, add, hard swish, resize).
 using net16_single = selfie_kinds<input<i16, 12, 10, 3, rounding::single_round>>;
+/// The squeeze pools as MEAN (their own output scale, TFLite's int16 MEAN), under both roundings.
+using net16_mean = selfie_kinds<input<i16, 12, 10, 3>, true>;
+using net16_mean_single = selfie_kinds<input<i16, 12, 10, 3, rounding::single_round>, true>;
 
 static_assert(std::same_as<net16::element_type, i16>);
 static_assert(net16::output_shape == shape{24, 20, 1});
@@ -169,6 +176,11 @@ TEST_CASE("network 16x8: the same under single rounding (input<..., rounding::si
   check_against_oracle<net16_single>();
 }
 
+TEST_CASE("network 16x8: the squeeze pools as MEAN (global_average_pool), both roundings") {
+  check_against_oracle<net16_mean>();
+  check_against_oracle<net16_mean_single>();
+}
+
 TEST_CASE("network 16x8: a run poisoning dead memory gives the same output (the plan keeps what each layer reads)") {
   const fixture<> f(4);
   const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);
@@ -181,6 +193,29 @@ TEST_CASE("network 16x8: a run poisoning dead memory gives the same output (the 
   net16::run_poisoning_dead_memory(*p, tensor_view<const i16>(q.data(), net16::input_shape),
                                    tensor_view<i16>(out.data(), net16::output_shape), arena.bytes);
   CHECK(out == plain.output);
+}
+
+TEST_CASE("network 16x8: the 1x1 layers run the SIMD 16x8 kernel's int32 path; a run does not allocate") {
+  const fixture<> f(7);
+  const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);
+  REQUIRE(w != nullptr);
+  const auto p = std::make_unique<net16::prepared>(net16::prepare(*w));
+  // Layers 4, 5, 8 and 16 are the 1x1s: prepared kernels (packed weights in the state), accumulating in int32.
+  static_assert(std::same_as<decltype(p->state<4>().kernel), pointwise16x8<pointwise16x8_config{.out_channels = 4}>>);
+  CHECK(p->state<4>().kernel.uses_int32_path());
+  CHECK(p->state<5>().kernel.uses_int32_path());
+  CHECK(p->state<8>().kernel.uses_int32_path());
+  CHECK(p->state<16>().kernel.uses_int32_path());
+  CHECK(p->state<16>().kernel.input_channels() == 12);
+
+  test::aligned_arena arena(net16::arena_bytes);
+  const std::vector<i16> q = tools::quantize_input<net16>(*w, f.samples[2]);
+  std::vector<i16> out(net16::output_shape.elements());
+  const long before = test::heap_allocations();
+  net16::run(*p, tensor_view<const i16>(q.data(), net16::input_shape),
+             tensor_view<i16>(out.data(), net16::output_shape), arena.bytes);
+  CHECK(test::heap_allocations() == before);
+  CHECK(out == run_network(*p, *w, f.samples[2]).output);
 }
 
 TEST_CASE("network 16x8: on a thread pool the layers run whole on one thread, the same output and plan") {

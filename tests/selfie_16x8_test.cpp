@@ -1,8 +1,9 @@
-// MediaPipe Selfie Segmentation 256x256 as a 16x8 (i16) static network: the generated i8 network type with its
-// element swapped (selfie_256_i8::network::with_element<mosaiq::i16>), quantized by tools::quantize_network from the
-// float weights mosaiq-import wrote and min/max ranges calibrated on face-api's six demo photos, run through
-// Net::run on each photo. Every output value equals tools::reference_16x8's on the same network type (the oracle),
-// and the mask meets issue 19's bounds against the float twin (IoU >= 0.97, mean |dp| <= 0.02 over the six photos).
+// MediaPipe Selfie Segmentation (256x256 and the 144x256 landscape model) as 16x8 (i16) static networks: the
+// generated i8 network types with their element swapped (selfie_256_i8::network::with_element<mosaiq::i16>),
+// quantized by tools::quantize_network from the float weights mosaiq-import wrote and min/max ranges calibrated on
+// face-api's six demo photos, run through Net::run on each photo. Every output value equals tools::reference_16x8's
+// on the same network type (the oracle), and the 256x256 mask meets issue 19's bounds against the float twin
+// (IoU >= 0.97, mean |dp| <= 0.02 over the six photos).
 // Part of selfie_accuracy_test's binary (tests/CMakeLists.txt), which provides the generated header and the photos;
 // without them this file compiles to nothing.
 #ifndef MOSAIQ_SELFIE_ABSENT
@@ -22,6 +23,7 @@
 
 #include "mosaiq/net.hpp"
 #include "mosaiq/tools.hpp"
+#include "selfie_144x256_i8.hpp"
 #include "selfie_256_i8.hpp"
 #include "support.hpp"
 
@@ -29,8 +31,11 @@ namespace {
 
 namespace tools = mosaiq::tools;
 using net16 = selfie_256_i8::network::with_element<mosaiq::i16>;
+using landscape16 = selfie_144x256_i8::network::with_element<mosaiq::i16>;
 static_assert(mosaiq::test::tensors_twice_the_bytes<selfie_256_i8::network, net16>());
+static_assert(mosaiq::test::tensors_twice_the_bytes<selfie_144x256_i8::network, landscape16>());
 
+template <class Net>
 std::vector<float> photo_input(int index) {
   const std::string path = std::string(MOSAIQ_SELFIE_PHOTOS_DIR) + "/sample" + std::to_string(index) + ".jpg";
   int width = 0, height = 0, channels = 0;
@@ -39,44 +44,61 @@ std::vector<float> photo_input(int index) {
   const tools::rgb_image image{width, height,
                                std::vector<mosaiq::u8>(data, data + std::size_t(width) * std::size_t(height) * 3)};
   stbi_image_free(data);
-  return tools::input_from_rgb<net16>(image);
+  return tools::input_from_rgb<Net>(image);
 }
+
+/// An i16 network of a generated model: float weights from mosaiq-import's file, min/max ranges calibrated on the six
+/// photos, quantized by tools::quantize_network and prepared; its oracle quantized from the same ranges. run(photo)
+/// runs both and checks every output value equal.
+template <class Net>
+struct i16_model {
+  std::unique_ptr<tools::float_weights<Net>> float_weights = std::make_unique<tools::float_weights<Net>>();
+  std::vector<std::vector<float>> inputs;
+  std::unique_ptr<tools::reference_16x8<Net>> oracle = std::make_unique<tools::reference_16x8<Net>>();
+  std::unique_ptr<typename Net::weights> weights;
+  std::unique_ptr<typename Net::prepared> prepared;
+  mosaiq::test::aligned_arena arena{Net::arena_bytes};
+  std::vector<mosaiq::i16> output = std::vector<mosaiq::i16>(Net::output_shape.elements());
+
+  explicit i16_model(const char* float_weights_path) {
+    const auto bytes = tools::detail::read_bytes(float_weights_path);
+    REQUIRE(bytes.has_value());
+    REQUIRE(tools::load_float_weights<Net>(*bytes, *float_weights));
+    for (int photo = 1; photo <= 6; ++photo) inputs.push_back(photo_input<Net>(photo));
+    const auto ranges = tools::calibrate<Net>(*float_weights, inputs);
+    REQUIRE(oracle->quantize(*float_weights, ranges));
+    weights = tools::quantize_network<Net>(*float_weights, ranges);
+    REQUIRE(weights != nullptr);
+    prepared = std::make_unique<typename Net::prepared>(Net::prepare(*weights));
+  }
+
+  void run(std::size_t photo) {
+    const std::vector<mosaiq::i16> input = tools::quantize_input<Net>(*weights, inputs[photo]);
+    Net::run(*prepared, mosaiq::tensor_view<const mosaiq::i16>(input.data(), Net::input_shape),
+             mosaiq::tensor_view<mosaiq::i16>(output.data(), Net::output_shape), arena.bytes);
+    REQUIRE(oracle->run(inputs[photo]));
+    CHECK(std::ranges::equal(output, oracle->values(Net::tensor_count - 1)));
+  }
+};
 
 }  // namespace
 
 TEST_CASE("selfie segmentation 256x256 as an i16 network: equal to reference_16x8, and within issue 19's bounds") {
-  // The 16x8 plan: every tensor twice the i8 network's bytes (no GEMM workspace: the executors are the references).
+  // The 16x8 plan: every tensor twice the i8 network's bytes (no GEMM workspace: the 1x1 kernel reads its int16 inputs
+  // in place).
   std::printf("selfie_256 i16 network: arena %zu B, peak live %zu B (i8: %zu / %zu), weights %llu B\n",
               net16::arena_bytes, net16::peak_live_bytes, selfie_256_i8::network::arena_bytes,
               selfie_256_i8::network::peak_live_bytes, static_cast<unsigned long long>(net16::weight_bytes));
-  const auto bytes = tools::detail::read_bytes(MOSAIQ_MODEL_SELFIE_256_I8_FLOAT_WEIGHTS);
-  REQUIRE(bytes.has_value());
-  auto float_weights = std::make_unique<tools::float_weights<net16>>();
-  REQUIRE(tools::load_float_weights<net16>(*bytes, *float_weights));
-  std::vector<std::vector<float>> inputs;
-  for (int photo = 1; photo <= 6; ++photo) inputs.push_back(photo_input(photo));
-  const auto ranges = tools::calibrate<net16>(*float_weights, inputs);
-
-  auto oracle = std::make_unique<tools::reference_16x8<net16>>();
-  REQUIRE(oracle->quantize(*float_weights, ranges));
-  const auto weights = tools::quantize_network<net16>(*float_weights, ranges);
-  REQUIRE(weights != nullptr);
-  const auto prepared = std::make_unique<net16::prepared>(net16::prepare(*weights));
+  i16_model<net16> model(MOSAIQ_MODEL_SELFIE_256_I8_FLOAT_WEIGHTS);
   auto runner = std::make_unique<tools::float_runner<net16>>();
-  mosaiq::test::aligned_arena arena(net16::arena_bytes);
-  std::vector<mosaiq::i16> output(net16::output_shape.elements());
 
   double iou = 0, difference = 0;
-  for (std::size_t photo = 0; photo < inputs.size(); ++photo) {
+  const std::size_t photos = model.inputs.size();
+  for (std::size_t photo = 0; photo < photos; ++photo) {
     INFO("sample", photo + 1);
-    const std::vector<mosaiq::i16> input = tools::quantize_input<net16>(*weights, inputs[photo]);
-    net16::run(*prepared, mosaiq::tensor_view<const mosaiq::i16>(input.data(), net16::input_shape),
-               mosaiq::tensor_view<mosaiq::i16>(output.data(), net16::output_shape), arena.bytes);
-    REQUIRE(oracle->run(inputs[photo]));
-    CHECK(std::ranges::equal(output, oracle->values(net16::tensor_count - 1)));
-
-    REQUIRE(runner->run(*float_weights, std::span<const float>(inputs[photo])));
-    const std::vector<float> mask = tools::dequantize_output<net16>(*weights, output);
+    model.run(photo);
+    REQUIRE(runner->run(*model.float_weights, std::span<const float>(model.inputs[photo])));
+    const std::vector<float> mask = tools::dequantize_output<net16>(*model.weights, model.output);
     const std::span<const float> expected = runner->values(net16::tensor_count - 1);
     std::size_t both = 0, either = 0;
     double sum = 0;
@@ -88,12 +110,23 @@ TEST_CASE("selfie segmentation 256x256 as an i16 network: equal to reference_16x
     const double photo_iou = either == 0 ? 1.0 : double(both) / double(either);
     std::printf("selfie_256 i16 network sample%zu.jpg: IoU %.4f, mean |dp| %.4f\n", photo + 1, photo_iou,
                 sum / double(mask.size()));
-    iou += photo_iou / double(inputs.size());
-    difference += sum / double(mask.size()) / double(inputs.size());
+    iou += photo_iou / double(photos);
+    difference += sum / double(mask.size()) / double(photos);
   }
   std::printf("selfie_256 i16 network mean over 6 photos: IoU %.4f, mean |dp| %.4f\n", iou, difference);
   CHECK(iou >= 0.97);
   CHECK(difference <= 0.02);
+}
+
+// The landscape model's squeeze pools are MEAN (global_average_pool): its i16 network equals the oracle on the six
+// photos. Its accuracy against the float twin is selfie_accuracy_test's "144x256, 16x8 reference kernels" case (the
+// same values), so no float runs here beyond the calibration.
+TEST_CASE("selfie segmentation 144x256 as an i16 network: equal to reference_16x8 on the six photos") {
+  i16_model<landscape16> model(MOSAIQ_MODEL_SELFIE_144X256_I8_FLOAT_WEIGHTS);
+  for (std::size_t photo = 0; photo < model.inputs.size(); ++photo) {
+    INFO("sample", photo + 1);
+    model.run(photo);
+  }
 }
 
 #endif  // MOSAIQ_SELFIE_ABSENT

@@ -1,14 +1,15 @@
 // How each layer of a 16x8 (i16) network runs: TFLite's 16x8 mode, int16 activations with zero point 0, int8
-// per-channel filters, int64 biases. For now every executor calls the int16 reference kernel of its op
-// (reference/int16.hpp): exact, plain scalar loops, no speed; SIMD 16x8 kernels replace them op by op, each
-// bit-exact with the reference it replaces. tools::reference_16x8<Net> runs the same references layer by layer and
-// is the oracle these executors are tested against (tests/network_16x8_test.cpp).
+// per-channel filters, int64 biases. The pointwise layers run the SIMD 16x8 kernel (ops/pointwise16x8.hpp); every
+// other executor still calls the int16 reference kernel of its op (reference/int16.hpp): exact, plain scalar loops,
+// no speed. SIMD 16x8 kernels replace them op by op, each bit-exact with the reference it replaces.
+// tools::reference_16x8<Net> runs the same references layer by layer and is the oracle these executors are tested
+// against (tests/network_16x8_test.cpp).
 //
 // The executor contract is net/executor.hpp's. Every executor here runs whole on one thread (no run_rows), so a 16x8
 // network has no row bands, row runs or band chains yet. The requantization parameters are built once at prepare();
 // a run does not allocate (the transposed convolution's int64 accumulators are the layer's planned workspace).
 //
-// Layer kinds without a 16x8 executor (max pool, MEAN, nearest resize, softmax, log-softmax, concat) are refused at
+// Layer kinds without a 16x8 executor (max pool, nearest resize, softmax, log-softmax, concat) are refused at
 // compile time by the network (has_16x8_executor).
 #pragma once
 
@@ -24,6 +25,7 @@
 #include "mosaiq/net/executor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/reference_params.hpp"
+#include "mosaiq/ops/pointwise16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -50,25 +52,37 @@ struct conv_state_16x8 {
   quant_params output{};
 };
 
+/// A conv-like layer's per-channel requantization; empty (invalid, refused by every kernel) unless every zero point
+/// is 0.
+template <class W>
+reference::conv_requant_16x8 conv_requant_16x8_for(const W& w, const std::array<quant_params, 1>& in, activation act) {
+  if (!zero_points_16x8(in, w.output)) return {};
+  return reference::make_conv_requant_16x8(in[0].scale, std::span<const float>(w.filter_scales), w.output.scale, act);
+}
+
 template <activation Act>
 struct conv_executor_16x8 : plain_executor {
   using state = conv_state_16x8;
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 1>& in) {
-    state s{w.filter.data(), w.bias.data(), {}, w.output};
-    if (zero_points_16x8(in, w.output))
-      s.requant =
-          reference::make_conv_requant_16x8(in[0].scale, std::span<const float>(w.filter_scales), w.output.scale, Act);
-    return s;
+    return {w.filter.data(), w.bias.data(), conv_requant_16x8_for(w, in, Act), w.output};
   }
 };
 
-/// A layer whose params are built from its input and output scales (`Make`), run by an element-wise reference.
+/// A layer whose params are built from its input and output scales, run by an element-wise reference.
 template <class Params>
 struct params_state_16x8 {
   Params params{};
   quant_params output{};
 };
+
+/// A one-input layer's state: params from `make(input scale, output scale)`; left invalid (its reference refuses
+/// them) unless every zero point is 0.
+template <class Params, class W, class Make>
+params_state_16x8<Params> params_from_scales_16x8(const W& w, const std::array<quant_params, 1>& in, Make make) {
+  if (!zero_points_16x8(in, w.output)) return {{}, w.output};
+  return {make(in[0].scale, w.output.scale), w.output};
+}
 
 /// Element-wise layers whose references allow the output to be an input (reference/int16.hpp: "out may be in").
 struct in_place_executor_16x8 : plain_executor {
@@ -93,11 +107,20 @@ struct executor<layers::depthwise<C>, i16, R, In, Out> : detail::conv_executor_1
   }
 };
 
+/// On the SIMD 16x8 kernel (ops/pointwise16x8.hpp), built once at prepare(): its packed weights live in the state,
+/// so a run neither packs nor allocates. Bit-exact with reference::pointwise_conv_16x8 whatever the network's
+/// rounding (the kernel's single-rounding epilogue is the 16x8 mode's Q15 one); a layer whose accumulators could
+/// leave int32 runs that reference inside the kernel.
 template <layers::pointwise_config C, rounding R, shape In, shape Out>
-struct executor<layers::pointwise<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
-  static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
-                  std::span<std::byte>) {
-    reference::pointwise_conv_16x8(in[0], s.filter, s.bias, out, s.requant);
+struct executor<layers::pointwise<C>, i16, R, In, Out> : detail::plain_executor {
+  using kernel = pointwise16x8<pointwise16x8_config{.out_channels = C.out_channels}>;
+  using state = detail::kernel_state<kernel>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    return {kernel(w.filter.data(), w.bias.data(), In.channels, detail::conv_requant_16x8_for(w, in, C.act)), w.output};
+  }
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    s.kernel(in[0], out);
   }
 };
 
@@ -138,6 +161,22 @@ struct executor<layers::average_pool<C>, i16, R, In, Out> : detail::same_quantiz
   }
 };
 
+/// MEAN over height and width (TFLite's int16 MEAN): an output scale of its own (the converter does not tie it to the
+/// input's), the 1 / pixel count folded into the multiplier once at prepare().
+template <int U, rounding R, shape In, shape Out>
+struct executor<layers::global_average_pool<U>, i16, R, In, Out> : detail::plain_executor {
+  using state = detail::params_state_16x8<reference::mean_params_16>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    return detail::params_from_scales_16x8<reference::mean_params_16>(w, in, [](float in_scale, float out_scale) {
+      return reference::make_mean_params_16<R>(in_scale, out_scale, In.height * In.width);
+    });
+  }
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    reference::mean_16<R>(in[0], out, s.params);
+  }
+};
+
 /// Bilinear resize keeps the input quantization; the network's rounding picks the tie rule.
 template <layers::resize_config C, rounding R, shape In, shape Out>
 struct executor<layers::resize_bilinear<C>, i16, R, In, Out> : detail::same_quantization_executor {
@@ -166,8 +205,8 @@ struct executor<layers::hard_swish<U>, i16, R, In, Out> : detail::in_place_execu
   using state = detail::params_state_16x8<reference::hard_swish_params_16>;
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 1>& in) {
-    if (!detail::zero_points_16x8(in, w.output)) return {{}, w.output};
-    return {reference::make_hard_swish_params_16(in[0].scale, w.output.scale), w.output};
+    return detail::params_from_scales_16x8<reference::hard_swish_params_16>(w, in,
+                                                                            &reference::make_hard_swish_params_16);
   }
   static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
     reference::hard_swish_16<R>(in[0], out, s.params);
