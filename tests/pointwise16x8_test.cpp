@@ -245,6 +245,26 @@ TEST_CASE("pointwise16x8: null biases, one multiplier for all channels, and the 
   CHECK(*hi == 120);
 }
 
+TEST_CASE("pointwise16x8: row slices of a batched view (images not following each other)") {
+  std::mt19937 rng(47);
+  constexpr int out_c = 18, k = 11;
+  const auto filter = random_ints<std::int8_t>(rng, static_cast<std::size_t>(out_c) * k);
+  const std::vector<float> scales{0.02f};
+  const conv_requant_16x8 q = reference::make_conv_requant_16x8(0.001f, scales, 0.05f, activation::none);
+  const pointwise16x8<pointwise16x8_config{.out_channels = out_c}> layer(filter.data(), nullptr, k, q);
+  REQUIRE(layer.ready());
+  constexpr shape in_shape{7, 5, k}, out_shape{7, 5, out_c};
+  std::vector<i16> input = random_ints<i16>(rng, 2 * in_shape.elements());
+  std::vector<i16> expected(2 * out_shape.elements()), got(expected.size(), 0);
+  const tensor_view<const i16> in(input.data(), in_shape, 2);
+  reference::pointwise_conv_16x8(in, filter.data(), nullptr, tensor_view<i16>(expected.data(), out_shape, 2), q);
+  const tensor_view<i16> out(got.data(), out_shape, 2);
+  // Rows [0, 3) and [3, 7) of both images, as one task of a parallel run sees them.
+  for (const auto& [first, rows] : {std::pair{0, 3}, std::pair{3, 4}})
+    layer(in.row_slice(first, rows), out.row_slice(first, rows));
+  CHECK(got == expected);
+}
+
 TEST_CASE("pointwise16x8: misuse is reported and leaves the output untouched") {
   test::recording_handler errors;
   const std::vector<std::int8_t> filter(8 * 4, 1);

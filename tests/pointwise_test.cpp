@@ -195,6 +195,26 @@ TEST_CASE("pointwise: static-extent views and the scale constructor") {
   CHECK(actual == expected);
 }
 
+TEST_CASE("pointwise: run_rows on a batch of two (row bands of images that do not follow each other)") {
+  std::mt19937 rng(41);
+  constexpr shape in_shape{7, 5, 13};
+  constexpr int out_c = 20;
+  constexpr shape out_shape{7, 5, out_c};
+  const std::vector<u8> input = test::random_values<u8>(rng, 2 * in_shape.elements());
+  const std::vector<u8> filter = test::random_values<u8>(rng, out_c * 13);
+  const conv_requant q = random_requant<rounding::tflite_reference, u8>(
+      rng, out_c, {.input_zero_point = 120, .filter_zero_point = 128, .taps = 13});
+  const pointwise<pointwise_config{.out_channels = out_c}, u8> layer(filter.data(), nullptr, 13, q);
+  std::vector<u8> expected(2 * out_shape.elements()), got(expected.size(), 0);
+  const tensor_view<const u8> in(input.data(), in_shape, 2);
+  reference::pointwise_conv<rounding::tflite_reference, u8>(in, filter.data(), nullptr,
+                                                            tensor_view<u8>(expected.data(), out_shape, 2), q);
+  std::vector<std::byte> workspace(layer.workspace_bytes(in_shape));
+  for (const row_band band : {row_band{0, 3}, row_band{3, 7}})
+    layer.run_rows(in, tensor_view<u8>(got.data(), out_shape, 2), workspace, band);
+  CHECK(got == expected);
+}
+
 TEST_CASE("pointwise: a hand-computed 1x1 convolution") {
   // Two pixels, three input channels, two output channels, uint8 with zero points 10 (input), 3
   // (filter), 5 (output) and scales giving real multiplier 1/4.

@@ -143,6 +143,16 @@ class tensor_view {
     return v;
   }
 
+  /// Image n alone (batch 1).
+  constexpr tensor_view<T> image(int n) const noexcept {
+    return tensor_view<T>(data_ + n * batch_stride_, dims(), 1, pixel_stride_);
+  }
+
+  /// Whether pixels are equally spaced across the whole batch, so batch * height * width pixels can be walked as one
+  /// sequence: rows follow rows by construction, and images follow images unless the view is a row_slice of a batched
+  /// view.
+  constexpr bool images_follow() const noexcept { return batch_ == 1 || batch_stride_ == row_stride_ * height(); }
+
   template <class, class>
   friend class tensor_view;
 

@@ -9,10 +9,10 @@
 // Results equal reference::pointwise_conv bit for bit (TFLite reference semantics: uint8 per-tensor
 // weights with a zero point, int8 per-channel symmetric weights).
 //
-// Design. A 1x1 convolution is a GEMM: pixels (batch * height * width, equally spaced in any
-// tensor_view) times a [Cin][Cout] matrix. Everything runs in a "folded" domain chosen by the ISA:
-// x_d = x ^ flip is the byte the dot-product instruction wants (unsigned for x86 vpdpbusd and
-// vpmaddwd, signed for NEON sdot/smull), so x - input_zp = x_d + offset - input_zp with a
+// Design. A 1x1 convolution is a GEMM: pixels (batch * height * width, equally spaced where the
+// view's images follow each other; a row band of a batch runs image by image) times a [Cin][Cout] matrix. Everything
+// runs in a "folded" domain chosen by the ISA: x_d = x ^ flip is the byte the dot-product instruction wants (unsigned
+// for x86 vpdpbusd and vpmaddwd, signed for NEON sdot/smull), so x - input_zp = x_d + offset - input_zp with a
 // compile-time offset of 0 or +-128, and w' = w - filter_zp. Then
 //   acc = bias + (offset - input_zp) * sum(w') + sum(x_d * w')
 // and the first two terms are folded into one bias per output channel at load time. Where w'
@@ -460,13 +460,20 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
         !require(workspace.size() >= workspace_bytes(in.dims()), errc::invalid_argument,
                  "pointwise: workspace smaller than workspace_bytes(input)"))
       return;
-    // Pixels of a view are equally spaced (rows and images follow without gaps in pixel units).
+    if (!in.images_follow() || !out.images_follow()) return run_each_image(in, out, workspace);
     const std::ptrdiff_t pixels = static_cast<std::ptrdiff_t>(in.batch()) * in.height() * in.width();
     if (pixels == 0) return;
     const detail::pw::pixel_rows rows{reinterpret_cast<const std::uint8_t*>(in.pixel(0, 0, 0)), in.pixel_stride(),
                                       channels_};
     run_rows(rows, pixels, in.dims().pixels(), out.pixel(0, 0, 0), out.pixel_stride(),
              detail::kernel::aligned_workspace(workspace));
+  }
+
+  /// Row bands of a batch leave gaps between images: one image at a time. Out of line and cold, so that run's own
+  /// code stays as without this case.
+  [[gnu::noinline, gnu::cold]] void run_each_image(tensor_view<const T> in, tensor_view<T> out,
+                                                   std::span<std::byte> workspace) const {
+    for (int n = 0; n < in.batch(); ++n) run(in.image(n), out.image(n), workspace);
   }
 
   /// The GEMM over `pixels` rows from `rows` (see detail::pw::pixel_rows), `image_pixels` per image

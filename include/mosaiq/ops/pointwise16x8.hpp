@@ -196,7 +196,7 @@ class pointwise16x8 {
       reference::pointwise_conv_16x8(in, filter_.data(), bias64_.data(), out, requant_);
       return;
     }
-    // Pixels of a view are equally spaced (rows and images follow without gaps in pixel units).
+    if (!in.images_follow() || !out.images_follow()) return run_each_image<Path>(in, out);
     const std::ptrdiff_t pixels = static_cast<std::ptrdiff_t>(in.batch()) * in.height() * in.width();
     if (pixels == 0) return;
     const std::ptrdiff_t row_bytes = static_cast<std::ptrdiff_t>(channels_) * sizeof(std::int16_t);
@@ -227,6 +227,14 @@ class pointwise16x8 {
           run_pixel_tiles<Path, tile_pixels, last_channels>(job, left);
       }
     }
+  }
+
+  /// Row bands of a batch leave gaps between images: one image at a time. Out of line and cold, so that the run's
+  /// own code (and what the compiler inlines into it) stays as without this case.
+  template <class Path>
+  [[gnu::noinline, gnu::cold]] void run_each_image(tensor_view<const std::int16_t> in,
+                                                   tensor_view<std::int16_t> out) const {
+    for (int n = 0; n < in.batch(); ++n) run<Path>(in.image(n), out.image(n));
   }
 
   /// Tiles of MR pixels while they fit, then the smaller tiles MR/2, ..., 1 for the rest.
