@@ -224,14 +224,25 @@ TEST_CASE("pointwise16x8: accumulators at the int32 bound, and the int64 path be
   }
 }
 
+/// A layer of OutC channels over k inputs: random filters, one filter scale (0.02), input scale 0.001, output 0.05.
+template <int OutC>
+struct one_scale_layer {
+  std::vector<std::int8_t> filter;
+  conv_requant_16x8 q;
+  pointwise16x8<pointwise16x8_config{.out_channels = OutC}> layer;
+  one_scale_layer(std::mt19937& rng, int k, activation act)
+      : filter(random_ints<std::int8_t>(rng, static_cast<std::size_t>(OutC) * k)),
+        q(reference::make_conv_requant_16x8(0.001f, std::vector<float>{0.02f}, 0.05f, act)),
+        layer(filter.data(), nullptr, k, q) {
+    REQUIRE(layer.ready());
+  }
+};
+
 TEST_CASE("pointwise16x8: null biases, one multiplier for all channels, and the scales' constructor path") {
   std::mt19937 rng(3);
   constexpr int out_c = 21, k = 19;
-  const auto filter = random_ints<std::int8_t>(rng, static_cast<std::size_t>(out_c) * k);
-  const std::vector<float> scales{0.02f};
-  const conv_requant_16x8 q = reference::make_conv_requant_16x8(0.001f, scales, 0.05f, activation::relu6);
-  const pointwise16x8<pointwise16x8_config{.out_channels = out_c}> layer(filter.data(), nullptr, k, q);
-  REQUIRE(layer.ready());
+  const one_scale_layer<out_c> one(rng, k, activation::relu6);
+  const auto& [filter, q, layer] = one;
   stored_tensor<i16> in({5, 6, k}, 1, k, 0);
   const auto values = random_ints<i16>(rng, in.buffer.size());
   std::copy(values.begin(), values.end(), in.buffer.begin());  // in place: the view points into the buffer
@@ -248,11 +259,8 @@ TEST_CASE("pointwise16x8: null biases, one multiplier for all channels, and the 
 TEST_CASE("pointwise16x8: row slices of a batched view (images not following each other)") {
   std::mt19937 rng(47);
   constexpr int out_c = 18, k = 11;
-  const auto filter = random_ints<std::int8_t>(rng, static_cast<std::size_t>(out_c) * k);
-  const std::vector<float> scales{0.02f};
-  const conv_requant_16x8 q = reference::make_conv_requant_16x8(0.001f, scales, 0.05f, activation::none);
-  const pointwise16x8<pointwise16x8_config{.out_channels = out_c}> layer(filter.data(), nullptr, k, q);
-  REQUIRE(layer.ready());
+  const one_scale_layer<out_c> one(rng, k, activation::none);
+  const auto& [filter, q, layer] = one;
   constexpr shape in_shape{7, 5, k}, out_shape{7, 5, out_c};
   std::vector<i16> input = random_ints<i16>(rng, 2 * in_shape.elements());
   std::vector<i16> expected(2 * out_shape.elements()), got(expected.size(), 0);
