@@ -124,8 +124,7 @@ struct executor<layers::pointwise<C>, i16, R, In, Out> : detail::plain_executor 
   }
 };
 
-/// The scatter of reference::transpose_conv_16x8 into int64 accumulators held in the layer's workspace (the
-/// reference itself allocates them), then the same bias, requantization and clamp per output element.
+/// reference::transpose_conv_16x8 with its int64 accumulators in the layer's workspace, so a run does not allocate.
 template <layers::transpose_conv_config C, rounding R, shape In, shape Out>
 struct executor<layers::transpose_conv<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
   static constexpr std::size_t scratch_bytes(shape, shape out) noexcept {
@@ -133,23 +132,10 @@ struct executor<layers::transpose_conv<C>, i16, R, In, Out> : detail::conv_execu
   }
   static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
                   std::span<std::byte> scratch) {
-    constexpr reference::transpose_conv_params params = detail::transpose_conv_params_of(C);
-    if (!reference::detail::transpose_conv::check(in[0], s.filter, out, params) ||
-        !reference::detail::check_conv_requant_16x8(s.requant, out.channels()))
-      return;
     // The arena and its workspace slices are 64-byte aligned (network.hpp): int64 storage.
-    const std::span<std::int64_t> acc(reinterpret_cast<std::int64_t*>(scratch.data()), Out.elements());
-    std::fill(acc.begin(), acc.end(), std::int64_t{0});
-    const auto at = [](int y, int x, int c) {
-      return (std::size_t(y) * Out.width + std::size_t(x)) * Out.channels + c;
-    };
-    reference::detail::transpose_conv::scatter(
-        in[0], s.filter, out, params,
-        [&](int, int y, int x, int c, i16 v, i8 w) { acc[at(y, x, c)] += std::int64_t{v} * std::int64_t{w}; });
-    for (int y = 0; y < Out.height; ++y)
-      for (int x = 0; x < Out.width; ++x)
-        for (int c = 0; c < Out.channels; ++c)
-          out.pixel(0, y, x)[c] = reference::detail::requantize_16x8(acc[at(y, x, c)], s.bias, c, s.requant);
+    const std::span<std::int64_t> accumulators(reinterpret_cast<std::int64_t*>(scratch.data()), Out.elements());
+    reference::transpose_conv_16x8(in[0], s.filter, s.bias, out, detail::transpose_conv_params_of(C), s.requant,
+                                   accumulators);
   }
 };
 

@@ -179,19 +179,34 @@ inline void depthwise_conv_16x8(tensor_view<const i16> input, const i8* filter, 
 /// 16x8 transposed convolution (TFLite's int16 TRANSPOSE_CONV: int64 scratch accumulators): the scatter of
 /// reference::transpose_conv, then bias, the int64 requantization and the clamp per output element.
 inline void transpose_conv_16x8(tensor_view<const i16> input, const i8* filter, const std::int64_t* bias,
-                                tensor_view<i16> output, const transpose_conv_params& p, const conv_requant_16x8& q) {
+                                tensor_view<i16> output, const transpose_conv_params& p, const conv_requant_16x8& q,
+                                std::span<std::int64_t> accumulators) {
+  const std::size_t count = static_cast<std::size_t>(output.batch()) * output.dims().elements();
   if (!detail::transpose_conv::check(input, filter, output, p) ||
-      !detail::check_conv_requant_16x8(q, output.channels()))
+      !detail::check_conv_requant_16x8(q, output.channels()) ||
+      !require(accumulators.size() >= count, errc::invalid_argument,
+               "transpose_conv_16x8: fewer accumulators than output elements"))
     return;
-  detail::transpose_conv::accumulators<std::int64_t, i16> acc(output);
+  std::fill_n(accumulators.begin(), count, std::int64_t{0});
+  const auto at = [&](int n, int y, int x, int c) -> std::int64_t& {
+    const std::size_t pixel = (static_cast<std::size_t>(n) * output.height() + y) * output.width() + x;
+    return accumulators[pixel * static_cast<std::size_t>(output.channels()) + c];
+  };
   detail::transpose_conv::scatter(input, filter, output, p, [&](int n, int y, int x, int c, i16 v, i8 w) {
-    acc(n, y, x, c) += std::int64_t{v} * std::int64_t{w};
+    at(n, y, x, c) += std::int64_t{v} * std::int64_t{w};
   });
   for (int n = 0; n < output.batch(); ++n)
     for (int y = 0; y < output.height(); ++y)
       for (int x = 0; x < output.width(); ++x)
         for (int c = 0; c < output.channels(); ++c)
-          output.pixel(n, y, x)[c] = detail::requantize_16x8(acc(n, y, x, c), bias, c, q);
+          output.pixel(n, y, x)[c] = detail::requantize_16x8(at(n, y, x, c), bias, c, q);
+}
+
+/// The same with accumulators of its own (allocates them).
+inline void transpose_conv_16x8(tensor_view<const i16> input, const i8* filter, const std::int64_t* bias,
+                                tensor_view<i16> output, const transpose_conv_params& p, const conv_requant_16x8& q) {
+  std::vector<std::int64_t> accumulators(static_cast<std::size_t>(output.batch()) * output.dims().elements());
+  transpose_conv_16x8(input, filter, bias, output, p, q, accumulators);
 }
 
 /// What TFLite's ADD Prepare derives for int16 inputs and output with zero points 0 (the general, not power-of-two,
