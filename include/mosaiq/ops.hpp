@@ -4,6 +4,7 @@
 #include "mosaiq/ops/conv.hpp"
 #include "mosaiq/ops/depthwise.hpp"
 #include "mosaiq/ops/eltwise.hpp"
+#include "mosaiq/ops/eltwise16x8.hpp"
 #include "mosaiq/ops/hard_swish.hpp"
 #include "mosaiq/ops/nms.hpp"
 #include "mosaiq/ops/pointwise.hpp"

@@ -244,20 +244,37 @@ inline add_params_16 make_add_params_16(float a_scale, float b_scale, float out_
   return p;
 }
 
+/// add_params_16's three multipliers decoded for rounding R (once per call, or once at load by a kernel).
+struct add_scales_16 {
+  requant_scale input1{}, input2{}, output{};
+  clamp_range clamp{};
+};
+
+template <rounding R>
+constexpr add_scales_16 add_scales_16_of(const add_params_16& p) noexcept {
+  return {prepare_scale<R>(p.input1_multiplier), prepare_scale<R>(p.input2_multiplier),
+          prepare_scale<R>(p.output_multiplier), p.clamp};
+}
+
+/// One element of add_16: each input shifted left by 15 and scaled to the common sum, the output multiplier, the clamp.
+template <rounding R>
+constexpr i16 add_16_element(i16 a, i16 b, const add_scales_16& s) noexcept {
+  const std::int32_t scaled1 =
+      multiply_by_quantized_multiplier<R>(std::int32_t{a} * (1 << add_params_16::left_shift), s.input1);
+  const std::int32_t scaled2 =
+      multiply_by_quantized_multiplier<R>(std::int32_t{b} * (1 << add_params_16::left_shift), s.input2);
+  const std::int32_t raw = multiply_by_quantized_multiplier<R>(scaled1 + scaled2, s.output);
+  return static_cast<i16>(std::clamp(raw, s.clamp.min, s.clamp.max));
+}
+
 /// out = a + b in int16 (TFLite's AddFunc with left shift 15), same-shape or broadcast as reference::add. R is the
 /// rounding of MultiplyByQuantizedMultiplierSmallerThanOneExp. On misuse nothing is written.
 template <rounding R>
 void add_16(tensor_view<const i16> a, tensor_view<const i16> b, tensor_view<i16> out, const add_params_16& p) {
   if (!detail::check_binary_views(a, b, out, detail::add_view_names)) return;
   if (!require(p.valid, errc::invalid_argument, "16-bit add: params were not built by make_add_params_16")) return;
-  const requant_scale s1 = prepare_scale<R>(p.input1_multiplier), s2 = prepare_scale<R>(p.input2_multiplier),
-                      so = prepare_scale<R>(p.output_multiplier);
-  detail::for_each_broadcast(a, b, out, [&](i16 va, i16 vb) {
-    const std::int32_t scaled1 = multiply_by_quantized_multiplier<R>(std::int32_t{va} * (1 << p.left_shift), s1);
-    const std::int32_t scaled2 = multiply_by_quantized_multiplier<R>(std::int32_t{vb} * (1 << p.left_shift), s2);
-    const std::int32_t raw = multiply_by_quantized_multiplier<R>(scaled1 + scaled2, so);
-    return static_cast<i16>(std::clamp(raw, p.clamp.min, p.clamp.max));
-  });
+  const add_scales_16 scales = add_scales_16_of<R>(p);
+  detail::for_each_broadcast(a, b, out, [&](i16 va, i16 vb) { return add_16_element<R>(va, vb, scales); });
 }
 
 /// TFLite's QUANTIZE between integer types (Requantize): out = zp_out + MultiplyByQuantizedMultiplier(x - zp_in, M)
@@ -331,6 +348,12 @@ mul_params_16 make_mul_params_16(float a_scale, float b_scale, float out_scale, 
   return {.output_multiplier = m, .clamp = activation_range_16(act, out_scale), .round = R, .valid = true};
 }
 
+/// One element of mul_16: the int32 product, the output multiplier (rounding R), the clamp.
+template <rounding R>
+constexpr i16 mul_16_element(i16 a, i16 b, requant_scale scale, clamp_range clamp) noexcept {
+  return detail::clamp_16(multiply_by_quantized_multiplier<R>(std::int32_t{a} * b, scale), clamp);
+}
+
 /// out = a * b in int16 (TFLite's reference_integer_ops::Mul / BroadcastMul4DSlow for int16_t): the int32 product
 /// (|a b| <= 2^30), MultiplyByQuantizedMultiplier with rounding R, the clamp. Broadcasting and aliasing as
 /// reference::mul: the per-channel form the squeeze-and-excitation blocks and attention gates use is b of shape
@@ -343,9 +366,7 @@ void mul_16(tensor_view<const i16> a, tensor_view<const i16> b, tensor_view<i16>
                "16-bit mul: params were not built by make_mul_params_16 for this rounding mode"))
     return;
   const requant_scale scale = prepare_scale<R>(p.output_multiplier);
-  detail::for_each_broadcast(a, b, out, [&](i16 va, i16 vb) {
-    return detail::clamp_16(multiply_by_quantized_multiplier<R>(std::int32_t{va} * vb, scale), p.clamp);
-  });
+  detail::for_each_broadcast(a, b, out, [&](i16 va, i16 vb) { return mul_16_element<R>(va, vb, scale, p.clamp); });
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-// The lane family of the element-wise, pooling and softmax kernels: blocks of 16 8-bit elements widened to int32
-// lanes, held as xsimd::batch of the native arch (1 zmm on AVX-512, 2 ymm on AVX2, 4 q registers on NEON).
+// The lane family of the element-wise, pooling and softmax kernels: blocks of 16 8-bit (or 16-bit) elements widened to
+// int32 lanes, held as xsimd::batch of the native arch (1 zmm on AVX-512, 2 ymm on AVX2, 4 q registers on NEON).
 //
 // xsimd gives the lane type and what it covers well: broadcast, load/store, + - * (low 32 bits), xor/and, shifts,
 // min/max, compares, int<->float conversion. What xsimd 8.1 lacks is added the xsimd way, as overloads taking the
@@ -44,6 +44,12 @@ template <quantized_element T>
 template <quantized_element T>
 [[gnu::always_inline]] inline void narrow(T* p, const reg* r) noexcept {
   kernel::narrow<T>(p, r, arch{});
+}
+/// 16 int16 widened to int32.
+[[gnu::always_inline]] inline void widen_16(const std::int16_t* p, reg* r) noexcept { kernel::widen_16(p, r, arch{}); }
+/// 16 int32 stored as int16; values must already be in int16's range.
+[[gnu::always_inline]] inline void narrow_16(std::int16_t* p, const reg* r) noexcept {
+  kernel::narrow_16(p, r, arch{});
 }
 /// 16 int32.
 [[gnu::always_inline]] inline void load(const std::int32_t* p, reg* r) noexcept {

@@ -54,6 +54,23 @@ template <class T, class A>
              vcombine_u8(vmovn_u16(vreinterpretq_u16_s16(lo)), vmovn_u16(vreinterpretq_u16_s16(hi))));
 }
 
+/// 16 int16 widened to 16 int32: 4 q registers.
+template <class A>
+[[gnu::always_inline]] inline void widen_16(const std::int16_t* p, int32s<A>* r, xsimd::neon) noexcept {
+  const int16x8_t lo = vld1q_s16(p), hi = vld1q_s16(p + 8);
+  r[0] = vmovl_s16(vget_low_s16(lo));
+  r[1] = vmovl_s16(vget_high_s16(lo));
+  r[2] = vmovl_s16(vget_low_s16(hi));
+  r[3] = vmovl_s16(vget_high_s16(hi));
+}
+
+/// 16 int32 (already in int16's range) stored as int16.
+template <class A>
+[[gnu::always_inline]] inline void narrow_16(std::int16_t* p, const int32s<A>* r, xsimd::neon) noexcept {
+  vst1q_s16(p, vcombine_s16(vmovn_s32(r[0]), vmovn_s32(r[1])));
+  vst1q_s16(p + 8, vcombine_s16(vmovn_s32(r[2]), vmovn_s32(r[3])));
+}
+
 /// -1 in the lanes where the mask is set, else 0: the compare result reinterpreted.
 template <class A>
 [[gnu::always_inline]] inline int32s<A> ones_where(xsimd::batch_bool<std::int32_t, A> m, xsimd::neon) noexcept {

@@ -41,6 +41,20 @@ template <class T>
   simd::avx2::store_low_bytes(p + 8, r[1]);
 }
 
+/// 16 int16 widened to 16 int32.
+[[gnu::always_inline]] inline void widen_16(const std::int16_t* p, xsimd::batch<std::int32_t, xsimd::avx2>* r,
+                                            xsimd::avx2) noexcept {
+  r[0] = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  r[1] = _mm256_cvtepi16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+}
+
+/// 16 int32 (already in int16's range) stored as int16: packs works per 128-bit half, the permute restores the order.
+[[gnu::always_inline]] inline void narrow_16(std::int16_t* p, const xsimd::batch<std::int32_t, xsimd::avx2>* r,
+                                             xsimd::avx2) noexcept {
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packs_epi32(r[0], r[1]), 0xD8);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), packed);
+}
+
 /// -1 in the lanes where the mask is set, else 0: the compare result itself.
 [[gnu::always_inline]] inline xsimd::batch<std::int32_t, xsimd::avx2> ones_where(
     xsimd::batch_bool<std::int32_t, xsimd::avx2> m, xsimd::avx2) noexcept {
@@ -100,6 +114,16 @@ template <class T>
 [[gnu::always_inline]] inline void narrow(T* p, const xsimd::batch<std::int32_t, xsimd::avx512bw>* r,
                                           xsimd::avx512bw) noexcept {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(r[0]));
+}
+
+[[gnu::always_inline]] inline void widen_16(const std::int16_t* p, xsimd::batch<std::int32_t, xsimd::avx512bw>* r,
+                                            xsimd::avx512bw) noexcept {
+  r[0] = _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+[[gnu::always_inline]] inline void narrow_16(std::int16_t* p, const xsimd::batch<std::int32_t, xsimd::avx512bw>* r,
+                                             xsimd::avx512bw) noexcept {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r[0]));
 }
 
 /// AVX-512 compares give mask registers: vpmovm2d spreads them to lanes.

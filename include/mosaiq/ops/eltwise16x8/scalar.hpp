@@ -1,0 +1,61 @@
+// 16x8 element-wise kernels, scalar path: add and mul through the reference's element functions (reference/int16.hpp),
+// hard swish and logistic on the decoded scales and packed table, step for step as the SIMD path computes them. Built
+// on every target: the scalar build's path and the twin the SIMD path is tested against.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "mosaiq/core/quant.hpp"
+#include "mosaiq/ops/eltwise16x8/scales.hpp"
+#include "mosaiq/reference/int16.hpp"
+#include "mosaiq/simd/target.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::scalar {
+
+template <rounding R>
+void add_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, std::size_t n,
+              const reference::add_scales_16& s) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = reference::add_16_element<R>(a[i], b[i], s);
+}
+
+template <rounding R>
+void mul_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, std::size_t n,
+              const mul_scales_16& s) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = reference::mul_16_element<R>(a[i], b[i], s.output, s.clamp);
+}
+
+/// reference::hard_swish_16_element on the decoded scales, step for step as the SIMD path computes it.
+template <rounding R>
+constexpr std::int16_t hard_swish_element(std::int16_t x, const hard_swish_scales_16& s) noexcept {
+  const std::int32_t reluish_wide = multiply_by_quantized_multiplier<R>(x, s.reluish);
+  const std::int32_t reluish = (std::clamp<std::int32_t>(reluish_wide, -32768, 32767) + (1 << 15)) >> 1;
+  const std::int32_t on_output = multiply_by_quantized_multiplier<R>(x, s.to_output);
+  std::int32_t output = multiply_by_quantized_multiplier<R>(
+      on_output, requant_scale{reluish * (1 << 16), s.product.left_shift, s.product.right_shift});
+  output = s.exponent_multiplies ? multiply_by_quantized_multiplier<R>(output, s.exponent)
+                                 : rounding_divide_by_pot(output, s.exponent_shift);
+  return static_cast<std::int16_t>(std::clamp<std::int32_t>(output, -32768, 32767));
+}
+
+template <rounding R>
+void hard_swish_span(const std::int16_t* in, std::int16_t* out, std::size_t n, const hard_swish_scales_16& s) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = hard_swish_element<R>(in[i], s);
+}
+
+/// reference::logistic_16_element on the packed table, step for step as the SIMD path computes it.
+constexpr std::int16_t logistic_element(std::int16_t x, const logistic_table_16& t) noexcept {
+  const std::int32_t input = (std::int32_t{x} * t.input_multiplier + t.rounding_term) >> t.input_left_shift;
+  const std::int32_t magnitude = input < 0 ? -input : input;
+  const std::uint32_t entry = t.entries[static_cast<std::size_t>(std::min(magnitude >> 9, 255))];
+  const auto q25 = static_cast<std::int32_t>(((entry & 0xFFFFu) << 9) + (magnitude & 0x1FF) * (entry >> 16));
+  return static_cast<std::int16_t>((input >= 0 ? q25 + (1 << 9) : (1 << 25) - q25 + (1 << 9) - 1) >> 10);
+}
+
+inline void logistic_span(const std::int16_t* in, std::int16_t* out, std::size_t n,
+                          const logistic_table_16& t) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = logistic_element(in[i], t);
+}
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::scalar

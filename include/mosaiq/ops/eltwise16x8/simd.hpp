@@ -1,0 +1,150 @@
+// 16x8 element-wise kernels, the vector path of every SIMD target (AVX2, AVX-512, NEON): blocks of 16 int16 elements
+// widened to int32 lanes (simd/lanes.hpp), each multiplier step the lane form of MultiplyByQuantizedMultiplier for
+// rounding R (simd/x86.hpp, simd/neon.hpp, proven equal to core/quant.hpp by tests/quant_test.cpp), clamped to int16
+// before the narrowing store. A run's last partial block goes through zero-padded copies. Scalar builds have no
+// lanes: ops/eltwise16x8.hpp runs ops/eltwise16x8/scalar.hpp there.
+#pragma once
+
+#include "mosaiq/simd/target.hpp"
+
+#if MOSAIQ_TARGET_SIMD
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "mosaiq/core/quant.hpp"
+#include "mosaiq/ops/eltwise16x8/scales.hpp"
+#include "mosaiq/reference/int16.hpp"
+#include "mosaiq/simd/lanes.hpp"
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::vector {
+
+using lanes::reg;
+inline constexpr std::size_t block = lanes::block;
+
+/// block_fn(a, b, out) on every block of 16 elements of a run of n; the tail through zero-padded copies. Each block
+/// is read before it is written, so out may be a or b.
+template <class BlockFn>
+[[gnu::always_inline]] inline void binary_blocks(const std::int16_t* a, const std::int16_t* b, std::int16_t* out,
+                                                 std::size_t n, BlockFn block_fn) noexcept {
+  std::size_t i = 0;
+  for (; i + block <= n; i += block) block_fn(a + i, b + i, out + i);
+  if (i == n) return;
+  std::array<std::int16_t, block> a_tail{}, b_tail{}, out_tail{};
+  std::copy_n(a + i, n - i, a_tail.begin());
+  std::copy_n(b + i, n - i, b_tail.begin());
+  block_fn(a_tail.data(), b_tail.data(), out_tail.data());
+  std::copy_n(out_tail.begin(), n - i, out + i);
+}
+
+template <class BlockFn>
+[[gnu::always_inline]] inline void unary_blocks(const std::int16_t* in, std::int16_t* out, std::size_t n,
+                                                BlockFn block_fn) noexcept {
+  std::size_t i = 0;
+  for (; i + block <= n; i += block) block_fn(in + i, out + i);
+  if (i == n) return;
+  std::array<std::int16_t, block> in_tail{}, out_tail{};
+  std::copy_n(in + i, n - i, in_tail.begin());
+  block_fn(in_tail.data(), out_tail.data());
+  std::copy_n(out_tail.begin(), n - i, out + i);
+}
+
+[[gnu::always_inline]] inline reg clamp(reg v, reg lo, reg hi) noexcept { return xsimd::min(xsimd::max(v, lo), hi); }
+
+template <rounding R>
+[[gnu::always_inline]] inline reg multiply(reg x, const lanes::scale_regs& s) noexcept {
+  return lanes::multiply<R>(x, s.multiplier, s.left_shift, s.right_shift);
+}
+
+template <rounding R>
+void add_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, std::size_t n,
+              const reference::add_scales_16& scales) noexcept {
+  const auto s1 = lanes::scale_regs::of(scales.input1), s2 = lanes::scale_regs::of(scales.input2),
+             so = lanes::scale_regs::of(scales.output);
+  const reg lo(scales.clamp.min), hi(scales.clamp.max);
+  binary_blocks(a, b, out, n, [&](const std::int16_t* pa, const std::int16_t* pb, std::int16_t* po) {
+    reg va[lanes::regs], vb[lanes::regs];
+    lanes::widen_16(pa, va);
+    lanes::widen_16(pb, vb);
+    for (int j = 0; j < lanes::regs; ++j) {
+      const reg sum = multiply<R>(va[j] << reference::add_params_16::left_shift, s1) +
+                      multiply<R>(vb[j] << reference::add_params_16::left_shift, s2);
+      va[j] = clamp(multiply<R>(sum, so), lo, hi);
+    }
+    lanes::narrow_16(po, va);
+  });
+}
+
+template <rounding R>
+void mul_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, std::size_t n,
+              const mul_scales_16& scales) noexcept {
+  const auto so = lanes::scale_regs::of(scales.output);
+  const reg lo(scales.clamp.min), hi(scales.clamp.max);
+  binary_blocks(a, b, out, n, [&](const std::int16_t* pa, const std::int16_t* pb, std::int16_t* po) {
+    reg va[lanes::regs], vb[lanes::regs];
+    lanes::widen_16(pa, va);
+    lanes::widen_16(pb, vb);
+    for (int j = 0; j < lanes::regs; ++j) va[j] = clamp(multiply<R>(va[j] * vb[j], so), lo, hi);  // |a b| <= 2^30
+    lanes::narrow_16(po, va);
+  });
+}
+
+/// scalar::hard_swish_element on lanes; ExponentMultiplies picks the output exponent's form once per run.
+template <rounding R, bool ExponentMultiplies>
+void hard_swish_blocks(const std::int16_t* in, std::int16_t* out, std::size_t n,
+                       const hard_swish_scales_16& scales) noexcept {
+  const auto reluish = lanes::scale_regs::of(scales.reluish), to_output = lanes::scale_regs::of(scales.to_output),
+             exponent = lanes::scale_regs::of(scales.exponent);
+  const reg product_left(scales.product.left_shift), product_right(scales.product.right_shift);
+  const reg exponent_shift(scales.exponent_shift), lo(-32768), hi(32767), half(1 << 15);
+  unary_blocks(in, out, n, [&](const std::int16_t* pi, std::int16_t* po) {
+    reg x[lanes::regs];
+    lanes::widen_16(pi, x);
+    for (int j = 0; j < lanes::regs; ++j) {
+      const reg factor = (clamp(multiply<R>(x[j], reluish), lo, hi) + half) >> 1;  // [0, 32767]
+      reg v = lanes::multiply<R>(multiply<R>(x[j], to_output), factor << 16, product_left, product_right);
+      if constexpr (ExponentMultiplies)
+        v = multiply<R>(v, exponent);
+      else
+        v = lanes::rounding_divide_by_pot(v, exponent_shift);
+      x[j] = clamp(v, lo, hi);
+    }
+    lanes::narrow_16(po, x);
+  });
+}
+
+template <rounding R>
+void hard_swish_span(const std::int16_t* in, std::int16_t* out, std::size_t n,
+                     const hard_swish_scales_16& scales) noexcept {
+  if (scales.exponent_multiplies)
+    hard_swish_blocks<R, true>(in, out, n, scales);
+  else
+    hard_swish_blocks<R, false>(in, out, n, scales);
+}
+
+/// scalar::logistic_element on lanes: the table entry gathered, the sign applied without a branch.
+inline void logistic_span(const std::int16_t* in, std::int16_t* out, std::size_t n,
+                          const logistic_table_16& t) noexcept {
+  const reg multiplier(t.input_multiplier), rounding_term(t.rounding_term), last_index(255), low16(0xFFFF),
+      fraction_mask(0x1FF), positive_offset(1 << 9), negative_offset((1 << 25) + (1 << 9) - 1);
+  const int shift = t.input_left_shift;
+  unary_blocks(in, out, n, [&](const std::int16_t* pi, std::int16_t* po) {
+    reg x[lanes::regs];
+    lanes::widen_16(pi, x);
+    for (int j = 0; j < lanes::regs; ++j) {
+      const reg input = (x[j] * multiplier + rounding_term) >> shift;
+      const reg magnitude = xsimd::abs(input);
+      const reg entry = lanes::gather(t.entries.data(), xsimd::min(magnitude >> 9, last_index));
+      const reg q25 = ((entry & low16) << 9) + (magnitude & fraction_mask) * (entry >> 16);
+      const reg positive = q25 + positive_offset, negative = negative_offset - q25;
+      x[j] = (positive ^ ((positive ^ negative) & (input >> 31))) >> 10;
+    }
+    lanes::narrow_16(po, x);
+  });
+}
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::vector
+
+#endif  // MOSAIQ_TARGET_SIMD
