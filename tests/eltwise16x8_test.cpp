@@ -1,9 +1,9 @@
-// mosaiq::add16x8, mul16x8, hard_swish16x8 and logistic16x8 (the compiled-for ISA's path) against reference::add_16,
-// mul_16, hard_swish_16 and logistic_16, bit for bit, for both roundings: multipliers over their whole domain (and
-// those Prepare makes from scales), inputs at -32768 / 32767, channel tails, odd sizes, batches, pixel strides and
-// unaligned views, in place, the per-channel broadcast on either side, the other broadcasts (reference fallback), and
-// misuse. Hard swish and logistic over every int16 input. The vector spans against the scalar twin directly, for every
-// run length up to 70.
+// mosaiq::add16x8, mul16x8, hard_swish16x8, logistic16x8 and resize_bilinear16x8 (the compiled-for ISA's path)
+// against reference::add_16, mul_16, hard_swish_16, logistic_16 and resize_bilinear_16, bit for bit, for both
+// roundings: multipliers over their whole domain (and those Prepare makes from scales), inputs at -32768 / 32767,
+// channel tails, odd sizes, batches, pixel strides and unaligned views, in place, the per-channel broadcast on either
+// side, the other broadcasts (reference fallback), and misuse. Hard swish and logistic over every int16 input. The
+// vector spans against the scalar twin directly, for every run length up to 70.
 #include "mosaiq/ops/eltwise16x8.hpp"
 
 #include <doctest/doctest.h>
@@ -279,6 +279,42 @@ TEST_CASE("logistic16x8 == reference::logistic_16 on every int16 input, and on s
   }
 }
 
+TEST_CASE_TEMPLATE("resize_bilinear16x8 == reference::resize_bilinear_16: up, down, both modes, edges, strides", Round,
+                   std::integral_constant<rounding, rounding::tflite_reference>,
+                   std::integral_constant<rounding, rounding::single_round>) {
+  constexpr rounding R = Round::value;
+  std::mt19937 rng(67);
+  struct sizes {
+    shape in, out;
+  };
+  const sizes grid[] = {{{16, 16, 128}, {32, 32, 128}}, {{8, 8, 24}, {16, 16, 24}}, {{3, 5, 7}, {6, 10, 7}},
+                        {{1, 1, 3}, {4, 5, 3}},         {{5, 4, 17}, {11, 9, 17}},  {{9, 7, 33}, {4, 3, 33}},
+                        {{6, 6, 16}, {6, 6, 16}},       {{2, 9, 1}, {7, 2, 1}}};
+  int variant = 0;
+  for (const auto& [in_shape, out_shape] : grid)
+    for (const resize_mode mode : {resize_mode::half_pixel, resize_mode::align_corners, resize_mode::legacy})
+      for (const int batch : {1, 2}) {
+        const int pad = variant++ % 3;
+        const operand in(rng, in_shape, batch, pad);
+        stored_tensor<i16> expected(out_shape, batch, out_shape.channels + pad, canary),
+            got(out_shape, batch, out_shape.channels + pad, canary);
+        reference::resize_bilinear_16<R>(in.view(), expected.view, mode);
+        resize_bilinear16x8<R>(in.view(), got.view, mode);
+        CHECK(got.buffer == expected.buffer);
+      }
+  // Every tap at an extreme: sums of +-32768 * 2^20 and ties.
+  for (const i16 value : {i16{-32768}, i16{32767}, i16{-1}, i16{1}}) {
+    std::vector<i16> in(5 * 5 * 3, value);
+    in[7] = static_cast<i16>(-value);
+    std::vector<i16> expected(10 * 9 * 3), got(expected.size());
+    reference::resize_bilinear_16<R>(tensor_view<const i16>(in.data(), {5, 5, 3}),
+                                     tensor_view<i16>(expected.data(), {10, 9, 3}), resize_mode::half_pixel);
+    resize_bilinear16x8<R>(tensor_view<const i16>(in.data(), {5, 5, 3}), tensor_view<i16>(got.data(), {10, 9, 3}),
+                           resize_mode::half_pixel);
+    CHECK(got == expected);
+  }
+}
+
 #if MOSAIQ_TARGET_SIMD
 TEST_CASE("eltwise16x8: the vector spans == the scalar twin for every run length up to 70") {
   namespace vector = kernels::eltwise16::vector;
@@ -310,6 +346,19 @@ TEST_CASE("eltwise16x8: the vector spans == the scalar twin for every run length
         reference::make_logistic_params_16(std::uniform_real_distribution<float>(1e-5f, 2.0f)(rng)));
     CHECK(same([&](i16* o) { vector::logistic_span(a.data(), o, n, lt); },
                [&](i16* o) { scalar::logistic_span(a.data(), o, n, lt); }));
+    const std::vector<i16> c = random_values(rng, n + 1), d = random_values(rng, n + 1);
+    // A weight below 0 (a half-pixel edge) only ever weighs a tap against itself, which keeps the result in int16.
+    const std::int32_t wy = draw(rng, -512, 1024), wx = draw(rng, -512, 1024);
+    const i16* top_left = a.data();
+    const i16* bottom_left = wy < 0 ? top_left : b.data() + 1;
+    const i16* top_right = wx < 0 ? top_left : c.data();
+    const i16* bottom_right = wx < 0 ? bottom_left : wy < 0 ? top_right : d.data() + 1;
+    const kernels::eltwise16::bilinear_taps taps{top_left, bottom_left, top_right, bottom_right};
+    const kernels::eltwise16::bilinear_weights w{1024 - wy, wy, 1024 - wx, wx};
+    CHECK(same([&](i16* o) { vector::bilinear_span<R>(taps, w, o, n); },
+               [&](i16* o) { scalar::bilinear_span<R>(taps, w, o, n); }));
+    CHECK(same([&](i16* o) { vector::bilinear_span<S>(taps, w, o, n); },
+               [&](i16* o) { scalar::bilinear_span<S>(taps, w, o, n); }));
   }
 }
 #endif
@@ -360,6 +409,9 @@ TEST_CASE("eltwise16x8: misuse is reported and leaves the output untouched") {
   CHECK(errors.last() == errc::invalid_argument);
   errors.reset();
   logistic16x8(0.01f)(a, tensor_view<i16>(out.data(), {3, 2, 4}));
+  CHECK(errors.last() == errc::shape_mismatch);
+  errors.reset();
+  resize_bilinear16x8(a, tensor_view<i16>(out.data(), {2, 3, 3}), resize_mode::half_pixel);  // channels
   CHECK(errors.last() == errc::shape_mismatch);
   CHECK(out == untouched);
 }

@@ -8,6 +8,7 @@
 //   activation(in, out);     // out may be in
 //   mosaiq::logistic16x8 sigmoid(in_scale);                                               // output scale 1/32768
 //   sigmoid(in, out);        // out may be in
+//   mosaiq::resize_bilinear16x8<R>(in, out, mosaiq::resize_mode::half_pixel);             // output size from out
 //
 // R is the network's rounding (MultiplyByQuantizedMultiplier's); each object derives TFLite's params once
 // (reference::make_add_params_16, make_mul_params_16<R>, make_hard_swish_params_16, make_logistic_params_16) and
@@ -40,6 +41,7 @@
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/reference/hard_swish.hpp"
 #include "mosaiq/reference/int16.hpp"
+#include "mosaiq/reference/resize.hpp"
 #include "mosaiq/simd/target.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
@@ -251,5 +253,30 @@ class logistic16x8 {
   reference::logistic_params_16 params_{};
   kernels::eltwise16::logistic_table_16 table_{};
 };
+
+/// int16 RESIZE_BILINEAR (reference::resize_bilinear_16<R>, bit for bit; TFLite's ResizeBilinearInteger): the output
+/// size is out's, input and output share their quantization. Each output pixel's taps and Q10 weights as the reference
+/// derives them, its channels 16 per step. On misuse nothing is written.
+template <rounding R = rounding::tflite_reference>
+void resize_bilinear16x8(tensor_view<const i16> in, tensor_view<i16> out, resize_mode mode) {
+  if (!reference::detail::check_resize_views(in, out)) return;
+  namespace ref = reference::detail;
+  const std::int64_t scale_y = ref::q10_axis_scale(in.height(), out.height(), mode);
+  const std::int64_t scale_x = ref::q10_axis_scale(in.width(), out.width(), mode);
+  const auto channels = static_cast<std::size_t>(out.channels());
+  for (int n = 0; n < out.batch(); ++n)
+    for (int y = 0; y < out.height(); ++y) {
+      const ref::q10_tap tap_y = ref::q10_axis_tap(y, scale_y, mode, in.height());
+      for (int x = 0; x < out.width(); ++x) {
+        const ref::q10_tap tap_x = ref::q10_axis_tap(x, scale_x, mode, in.width());
+        const kernels::eltwise16::bilinear_taps taps{
+            in.pixel(n, tap_y.lower, tap_x.lower), in.pixel(n, tap_y.upper, tap_x.lower),
+            in.pixel(n, tap_y.lower, tap_x.upper), in.pixel(n, tap_y.upper, tap_x.upper)};
+        const auto wy = static_cast<std::int32_t>(tap_y.upper_weight),
+                   wx = static_cast<std::int32_t>(tap_x.upper_weight);
+        detail::eltwise16::native::bilinear_span<R>(taps, {1024 - wy, wy, 1024 - wx, wx}, out.pixel(n, y, x), channels);
+      }
+    }
+}
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

@@ -1,5 +1,6 @@
 // 16x8 element-wise kernels, scalar path: add and mul through the reference's element functions (reference/int16.hpp),
-// hard swish and logistic on the decoded scales and packed table, step for step as the SIMD path computes them. Built
+// hard swish, logistic and bilinear resize on the decoded scales, packed table and int32 split, step for step as the
+// SIMD path computes them. Built
 // on every target: the scalar build's path and the twin the SIMD path is tested against.
 #pragma once
 
@@ -56,6 +57,30 @@ constexpr std::int16_t logistic_element(std::int16_t x, const logistic_table_16&
 inline void logistic_span(const std::int16_t* in, std::int16_t* out, std::size_t n,
                           const logistic_table_16& t) noexcept {
   for (std::size_t i = 0; i < n; ++i) out[i] = logistic_element(in[i], t);
+}
+
+/// reference::detail::resize_bilinear_q10's int64 Q20 sum and rounding in int32 steps, as the SIMD path computes
+/// them: each column's vertical sum t (|t| < 2^26) split as (t >> 10) * 1024 + (t & 1023), so the Q20 sum is
+/// high * 1024 + low with both parts in int32; then floor((high * 1024 + low + r) / 2^20) =
+/// (high + ((low + r) >> 10)) >> 10, r = 2^19 (ties up), or 2^19 - [sum <= 0] for ties away from zero (C division
+/// truncates the negative sums), the sum's sign read from high + ((low - 1) >> 10) >= 0.
+template <rounding R>
+constexpr std::int16_t bilinear_element(std::int32_t top_left, std::int32_t bottom_left, std::int32_t top_right,
+                                        std::int32_t bottom_right, const bilinear_weights& w) noexcept {
+  const std::int32_t left = top_left * w.top + bottom_left * w.bottom,
+                     right = top_right * w.top + bottom_right * w.bottom;
+  const std::int32_t high = (left >> 10) * w.left + (right >> 10) * w.right;
+  const std::int32_t low = (left & 1023) * w.left + (right & 1023) * w.right;
+  std::int32_t offset = 1 << 19;
+  if constexpr (R == rounding::tflite_reference)
+    if (high + ((low - 1) >> 10) < 0) offset -= 1;  // sum <= 0
+  return static_cast<std::int16_t>((high + ((low + offset) >> 10)) >> 10);
+}
+
+template <rounding R>
+void bilinear_span(const bilinear_taps& taps, const bilinear_weights& w, std::int16_t* out, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = bilinear_element<R>(taps.top_left[i], taps.bottom_left[i], taps.top_right[i], taps.bottom_right[i], w);
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::scalar

@@ -1,5 +1,5 @@
 // What the 16x8 element-wise kernels of every path read: each op's multipliers decoded once at load for rounding R
-// (add's are reference::add_scales_16), logistic's table packed for the lanes.
+// (add's are reference::add_scales_16), logistic's table packed for the lanes, bilinear resize's weights and taps.
 #pragma once
 
 #include <array>
@@ -57,5 +57,16 @@ inline logistic_table_16 logistic_table_16_of(const reference::logistic_params_1
   t.entries[255] = 65534;
   return t;
 }
+
+/// One output pixel's Q10 weights of reference::detail::resize_bilinear_q10: rows (top, bottom) and columns (left,
+/// right); each pair sums to 1024, a weight may be negative or above 1024 at a half-pixel edge.
+struct bilinear_weights {
+  std::int32_t top = 0, bottom = 0, left = 0, right = 0;
+};
+
+/// The four taps of one output pixel, each a run of the pixel's channels.
+struct bilinear_taps {
+  const std::int16_t *top_left = nullptr, *bottom_left = nullptr, *top_right = nullptr, *bottom_right = nullptr;
+};
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16

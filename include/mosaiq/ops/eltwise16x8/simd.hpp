@@ -145,6 +145,40 @@ inline void logistic_span(const std::int16_t* in, std::int16_t* out, std::size_t
   });
 }
 
+/// scalar::bilinear_element on lanes, 16 channels of one output pixel per step; the tail through padded copies.
+template <rounding R>
+void bilinear_span(const bilinear_taps& taps, const bilinear_weights& w, std::int16_t* out, std::size_t n) noexcept {
+  const reg top(w.top), bottom(w.bottom), left_weight(w.left), right_weight(w.right), fraction(1023), offset(1 << 19),
+      one(1);
+  const auto block_fn = [&](const bilinear_taps& t, std::int16_t* po) {
+    reg tl[lanes::regs], bl[lanes::regs], tr[lanes::regs], br[lanes::regs];
+    lanes::widen_16(t.top_left, tl);
+    lanes::widen_16(t.bottom_left, bl);
+    lanes::widen_16(t.top_right, tr);
+    lanes::widen_16(t.bottom_right, br);
+    for (int j = 0; j < lanes::regs; ++j) {
+      const reg left = tl[j] * top + bl[j] * bottom, right = tr[j] * top + br[j] * bottom;
+      const reg high = (left >> 10) * left_weight + (right >> 10) * right_weight;
+      const reg low = (left & fraction) * left_weight + (right & fraction) * right_weight;
+      reg r = offset;
+      if constexpr (R == rounding::tflite_reference) r += (high + ((low - one) >> 10)) >> 31;  // -1 where sum <= 0
+      tl[j] = (high + ((low + r) >> 10)) >> 10;
+    }
+    lanes::narrow_16(po, tl);
+  };
+  std::size_t i = 0;
+  for (; i + block <= n; i += block)
+    block_fn({taps.top_left + i, taps.bottom_left + i, taps.top_right + i, taps.bottom_right + i}, out + i);
+  if (i == n) return;
+  std::array<std::array<std::int16_t, block>, 5> tail{};
+  std::copy_n(taps.top_left + i, n - i, tail[0].begin());
+  std::copy_n(taps.bottom_left + i, n - i, tail[1].begin());
+  std::copy_n(taps.top_right + i, n - i, tail[2].begin());
+  std::copy_n(taps.bottom_right + i, n - i, tail[3].begin());
+  block_fn({tail[0].data(), tail[1].data(), tail[2].data(), tail[3].data()}, tail[4].data());
+  std::copy_n(tail[4].begin(), n - i, out + i);
+}
+
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::vector
 
 #endif  // MOSAIQ_TARGET_SIMD
