@@ -5,6 +5,7 @@
 // count: what a model falls back to without an 8-bit kernel, four times the bytes. mosaiq's
 // output is first checked against mosaiq::reference (exact); XNNPACK's against float hard-swish of the dequantized
 // input (within 1 output step).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,8 +15,10 @@
 
 #include "baselines.hpp"
 #include "common.hpp"
+#include "mosaiq/ops/eltwise16x8.hpp"
 #include "mosaiq/ops/hard_swish.hpp"
 #include "mosaiq/reference/hard_swish.hpp"
+#include "mosaiq/reference/int16.hpp"
 #include "mosaiq/simd/arch.hpp"
 
 namespace mosaiq::bench {
@@ -119,6 +122,37 @@ void register_memcpy(shape dims) {
   });
 }
 
+/// mosaiq's 16x8 hard swish (ops/eltwise16x8.hpp) on the same shape, case `<shape>_i16x8`: int16 input over the
+/// whole range at the 8-bit rows' real range ([-6, 6] in, [-0.375, 6] out), checked exact against
+/// reference::hard_swish_16 once. No XNNPACK neighbour (it has no 16x8 operators); MB/s counts input bytes.
+void register_i16x8(shape dims) {
+  const hard_swish16x8<> kernel(6.0f / 32768, 6.375f / 32768);
+  auto input = std::make_shared<aligned_buffer<i16>>(dims.elements());
+  auto out = std::make_shared<aligned_buffer<i16>>(dims.elements());
+  auto expected = std::make_shared<aligned_buffer<i16>>(dims.elements());
+  std::mt19937 rng(42);
+  fill_uniform(input->span(), -32768, 32767, rng);
+  const tensor_view<const i16> in(input->data(), dims);
+  const tensor_view<i16> result(out->data(), dims);
+  reference::hard_swish_16<rounding::tflite_reference>(in, tensor_view<i16>(expected->data(), dims), kernel.params());
+  const std::string name =
+      std::to_string(dims.height) + "x" + std::to_string(dims.width) + "x" + std::to_string(dims.channels) + "_i16x8";
+  // The row owns the buffer its input view points into.
+  register_row("hardswish", "mosaiq", name, [=, keep = input](benchmark::State& state) {
+    kernel(in, result);
+    if (!std::equal(out->span().begin(), out->span().end(), expected->span().begin())) {
+      state.SkipWithError("output differs from mosaiq::reference");
+      return;
+    }
+    for (auto _ : state) {
+      kernel(in, result);
+      benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(dims.elements() * sizeof(i16)));
+    state.SetLabel(isa_label + "; vs reference: exact");
+  });
+}
+
 template <quantized_element T>
 void register_case(shape dims) {
   auto input = std::make_shared<aligned_buffer<T>>(dims.elements());
@@ -141,6 +175,7 @@ int main(int argc, char** argv) {
   for (const shape dims : {shape{128, 128, 16}, shape{32, 32, 96}, shape{8, 8, 576}}) {
     bench::register_case<u8>(dims);
     bench::register_case<i8>(dims);
+    bench::register_i16x8(dims);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -4,9 +4,11 @@
 // global_average_pooling_nwc_qu8/qs8, average_pooling2d_nhwc_qu8 (XNNPACK has no qs8 average pool),
 // max_pooling2d_nhwc_u8/s8), and a memcpy of the op's input bytes: the bandwidth floor of a one-pass op.
 // Every implementation's output is first checked against mosaiq::reference (mosaiq exact, XNNPACK within 1 LSB:
-// it requantizes with its own fixed-point or float formulas).
+// it requantizes with its own fixed-point or float formulas). The `_i16x8` rows: mosaiq's 16x8 add and mul
+// (int16 activations, ops/eltwise16x8.hpp) on the shapes of the 8-bit rows beside them.
 #include "mosaiq/ops/eltwise.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -14,11 +16,14 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "baselines.hpp"
 #include "common.hpp"
+#include "mosaiq/ops/eltwise16x8.hpp"
 #include "mosaiq/ops/pool.hpp"
 #include "mosaiq/reference/eltwise.hpp"
+#include "mosaiq/reference/int16.hpp"
 #include "mosaiq/reference/pool.hpp"
 
 namespace mosaiq::bench {
@@ -177,6 +182,50 @@ void register_binary(binary_op op, shape dims, shape b_dims) {
   register_memcpy<T>(p);
 }
 
+/// mosaiq's 16x8 add or mul (ops/eltwise16x8.hpp) on the shapes of an 8-bit row, case `<shapes>_i16x8`: int16
+/// inputs over the whole range, scales as a 16x8 network's (add: two maps into a sum; mul: a gate of scale 1/32768, as
+/// the logistic before it gives). Checked exact against reference::add_16 / mul_16 once. XNNPACK has no 16x8
+/// operators, so the 8-bit rows of the same shapes are the neighbours; MB/s counts input bytes (twice the 8-bit rows').
+void register_binary_i16x8(binary_op op, shape dims, shape b_dims) {
+  const bool is_add = op == binary_op::add;
+  const float a_scale = 6.0f / 32768, b_scale = is_add ? 4.0f / 32768 : 1.0f / 32768, out_scale = 8.0f / 32768;
+  const std::string case_name = dims_name<i8>(dims) + (b_dims == dims ? "" : "_by_" + dims_name<i8>(b_dims)) + "_i16x8";
+  auto a = std::make_shared<aligned_buffer<i16>>(dims.elements());
+  auto b = std::make_shared<aligned_buffer<i16>>(b_dims.elements());
+  auto out = std::make_shared<aligned_buffer<i16>>(dims.elements());
+  auto expected = std::make_shared<aligned_buffer<i16>>(dims.elements());
+  std::mt19937 rng(42);
+  fill_uniform(a->span(), -32768, 32767, rng);
+  fill_uniform(b->span(), is_add ? -32768 : 0, 32767, rng);
+  const tensor_view<const i16> a_view(a->data(), dims), b_view(b->data(), b_dims);
+  const tensor_view<i16> out_view(out->data(), dims), expected_view(expected->data(), dims);
+  std::function<void()> run;
+  if (is_add) {
+    const add16x8<> kernel(a_scale, b_scale, out_scale);
+    reference::add_16<rounding::tflite_reference>(a_view, b_view, expected_view, kernel.params());
+    run = [=] { kernel(a_view, b_view, out_view); };
+  } else {
+    const mul16x8<> kernel(a_scale, b_scale, out_scale);
+    reference::mul_16<rounding::tflite_reference>(a_view, b_view, expected_view, kernel.params());
+    run = [=] { kernel(a_view, b_view, out_view); };
+  }
+  const auto input_bytes = static_cast<std::int64_t>((dims.elements() + b_dims.elements()) * sizeof(i16));
+  // The row owns the buffers its views point into.
+  register_row(is_add ? "add" : "mul", "mosaiq", case_name, [=, keep = std::make_pair(a, b)](benchmark::State& state) {
+    run();
+    if (!std::equal(out->span().begin(), out->span().end(), expected->span().begin())) {
+      state.SkipWithError("output differs from mosaiq::reference");
+      return;
+    }
+    for (auto _ : state) {
+      run();
+      benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * input_bytes);
+    state.SetLabel(isa_label + "; vs reference: exact");
+  });
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // global average pool
 // ---------------------------------------------------------------------------------------------------------------
@@ -317,6 +366,7 @@ void register_all() {
   for (const shape dims : {shape{64, 64, 16}, shape{32, 32, 32}, shape{16, 16, 128}, shape{64, 64, 2}}) {
     register_binary<u8>(binary_op::add, dims, dims);
     register_binary<i8>(binary_op::add, dims, dims);
+    register_binary_i16x8(binary_op::add, dims, dims);
   }
   // Per-channel broadcast (squeeze-and-excitation, attention gates) and element-wise mul.
   for (const shape dims : {shape{64, 64, 32}, shape{16, 16, 128}}) {
@@ -324,13 +374,16 @@ void register_all() {
     for (const binary_op op : {binary_op::add, binary_op::mul}) {
       register_binary<u8>(op, dims, vector);
       register_binary<i8>(op, dims, vector);
+      register_binary_i16x8(op, dims, vector);
     }
     register_binary<u8>(binary_op::mul, dims, dims);
     register_binary<i8>(binary_op::mul, dims, dims);
+    register_binary_i16x8(binary_op::mul, dims, dims);
   }
   // The selfie models' attention gates: a 1x1x24 gate over a 32x32x24 map (24 channels, not a whole number of blocks).
   register_binary<u8>(binary_op::mul, shape{32, 32, 24}, shape{1, 1, 24});
   register_binary<i8>(binary_op::mul, shape{32, 32, 24}, shape{1, 1, 24});
+  register_binary_i16x8(binary_op::mul, shape{32, 32, 24}, shape{1, 1, 24});
   register_global_average_pool<u8>(shape{16, 16, 128});
   register_global_average_pool<i8>(shape{16, 16, 128});
   register_global_average_pool<u8>(shape{32, 32, 24});  // the selfie models' 24-channel squeeze-and-excitation
