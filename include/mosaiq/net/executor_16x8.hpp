@@ -1,9 +1,10 @@
 // How each layer of a 16x8 (i16) network runs: TFLite's 16x8 mode, int16 activations with zero point 0, int8
-// per-channel filters, int64 biases. The pointwise layers run the SIMD 16x8 kernel (ops/pointwise16x8.hpp); every
-// other executor still calls the int16 reference kernel of its op (reference/int16.hpp): exact, plain scalar loops,
-// no speed. SIMD 16x8 kernels replace them op by op, each bit-exact with the reference it replaces.
-// tools::reference_16x8<Net> runs the same references layer by layer and is the oracle these executors are tested
-// against (tests/network_16x8_test.cpp).
+// per-channel filters, int64 biases. The pointwise layers run the SIMD 16x8 kernel (ops/pointwise16x8.hpp), add, mul,
+// hard swish, logistic and bilinear resize the SIMD 16x8 element-wise kernels (ops/eltwise16x8.hpp); every other
+// executor still calls the int16 reference kernel of its op (reference/int16.hpp): exact, plain scalar loops, no speed.
+// SIMD 16x8 kernels replace them op by op, each bit-exact with the reference it replaces. tools::reference_16x8<Net>
+// runs the same references layer by layer and is the oracle these executors are tested against
+// (tests/network_16x8_test.cpp).
 //
 // The executor contract is net/executor.hpp's. Every executor here runs whole on one thread (no run_rows), so a 16x8
 // network has no row bands, row runs or band chains yet. The requantization parameters are built once at prepare();
@@ -25,6 +26,7 @@
 #include "mosaiq/net/executor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/reference_params.hpp"
+#include "mosaiq/ops/eltwise16x8.hpp"
 #include "mosaiq/ops/pointwise16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
@@ -163,70 +165,70 @@ struct executor<layers::global_average_pool<U>, i16, R, In, Out> : detail::plain
   }
 };
 
-/// Bilinear resize keeps the input quantization; the network's rounding picks the tie rule.
+/// Bilinear resize keeps the input quantization; the network's rounding picks the tie rule. On the SIMD 16x8 kernel
+/// (ops/eltwise16x8.hpp).
 template <layers::resize_config C, rounding R, shape In, shape Out>
 struct executor<layers::resize_bilinear<C>, i16, R, In, Out> : detail::same_quantization_executor {
   static void run(const state&, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    reference::resize_bilinear_16<R>(in[0], out, C.mode);
+    resize_bilinear16x8<R>(in[0], out, C.mode);
   }
 };
 
-/// Output at the fixed 1/32768 scale (TFLite's int16 LOGISTIC).
+/// Output at the fixed 1/32768 scale (TFLite's int16 LOGISTIC), on the SIMD 16x8 kernel (ops/eltwise16x8.hpp).
 template <int U, rounding R, shape In, shape Out>
 struct executor<layers::logistic<U>, i16, R, In, Out> : detail::in_place_executor_16x8 {
-  using state = detail::params_state_16x8<reference::logistic_params_16>;
+  using kernel = logistic16x8;
+  using state = detail::kernel_state<kernel>;
   template <class W>
   static state prepare(const W&, const std::array<quant_params, 1>& in) {
     constexpr quant_params output = reference::logistic_output_quant_16;
-    if (!detail::zero_points_16x8(in, output)) return {{}, output};
-    return {reference::make_logistic_params_16(in[0].scale), output};
+    if (!detail::zero_points_16x8(in, output)) return {kernel{}, output};
+    return {kernel(in[0].scale), output};
   }
   static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    reference::logistic_16(in[0], out, s.params);
+    s.kernel(in[0], out);
   }
 };
 
+/// On the SIMD 16x8 kernel (ops/eltwise16x8.hpp), built once at prepare().
 template <int U, rounding R, shape In, shape Out>
 struct executor<layers::hard_swish<U>, i16, R, In, Out> : detail::in_place_executor_16x8 {
-  using state = detail::params_state_16x8<reference::hard_swish_params_16>;
+  using kernel = hard_swish16x8<R>;
+  using state = detail::kernel_state<kernel>;
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 1>& in) {
-    return detail::params_from_scales_16x8<reference::hard_swish_params_16>(w, in,
-                                                                            &reference::make_hard_swish_params_16);
+    if (!detail::zero_points_16x8(in, w.output)) return {kernel{}, w.output};
+    return {kernel(in[0].scale, w.output.scale), w.output};
   }
   static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    reference::hard_swish_16<R>(in[0], out, s.params);
+    s.kernel(in[0], out);
   }
 };
 
 namespace detail {
 
-/// Add and mul: params from both input scales, the output scale and the fused activation (`Make`), then the
-/// broadcasting reference (`Run`), which allows the output to be either input.
-template <class Params, auto Make, auto Run, activation Act>
+/// Add and mul on their SIMD 16x8 kernels (ops/eltwise16x8.hpp), built once at prepare() from both input scales, the
+/// output scale and the fused activation; the kernels allow the output to be either input.
+template <class Kernel, activation Act>
 struct binary_executor_16x8 : in_place_executor_16x8 {
-  using state = params_state_16x8<Params>;
+  using state = kernel_state<Kernel>;
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 2>& in) {
-    if (!zero_points_16x8(in, w.output)) return {{}, w.output};
-    return {Make(in[0].scale, in[1].scale, w.output.scale, Act), w.output};
+    if (!zero_points_16x8(in, w.output)) return {Kernel{}, w.output};
+    return {Kernel(in[0].scale, in[1].scale, w.output.scale, Act), w.output};
   }
   static void run(const state& s, const input_views<i16, 2>& in, tensor_view<i16> out, std::span<std::byte>) {
-    Run(in[0], in[1], out, s.params);
+    s.kernel(in[0], in[1], out);
   }
 };
 
 }  // namespace detail
 
 template <fixed_string Tapped, activation Act, rounding R, shape In, shape Out>
-struct executor<layers::add<Tapped, Act>, i16, R, In, Out>
-    : detail::binary_executor_16x8<reference::add_params_16, &reference::make_add_params_16, &reference::add_16<R>,
-                                   Act> {};
+struct executor<layers::add<Tapped, Act>, i16, R, In, Out> : detail::binary_executor_16x8<add16x8<R>, Act> {};
 
 template <fixed_string Tapped, activation Act, rounding R, shape In, shape Out>
-struct executor<layers::mul<Tapped, Act>, i16, R, In, Out>
-    : detail::binary_executor_16x8<reference::mul_params_16, &reference::make_mul_params_16<R>, &reference::mul_16<R>,
-                                   Act> {};
+struct executor<layers::mul<Tapped, Act>, i16, R, In, Out> : detail::binary_executor_16x8<mul16x8<R>, Act> {};
 
 /// Whether layer descriptor L has a 16x8 executor above (the layer kinds of the MediaPipe selfie model): the
 /// executor's primary template is declared only, so a kind without one is an incomplete type.
