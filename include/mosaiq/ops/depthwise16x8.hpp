@@ -210,11 +210,23 @@ class depthwise16x8 {
       rows_inside = rows_inside && inside;
     }
     const std::ptrdiff_t stride = in.pixel_stride();
+    // Where the window's taps are for an input column 0 (when every row is inside): an inside pixel adds its column.
+    std::array<const std::int16_t*, taps> at_column_0{};
+    if (rows_inside)
+      for (int t = 0; t < taps; ++t)
+        at_column_0[static_cast<std::size_t>(t)] =
+            rows[static_cast<std::size_t>(t / kw)] + static_cast<std::ptrdiff_t>(t % kw) * Cfg.dilation.w * stride;
     std::array<const std::int16_t*, taps> window;
     job.taps = window.data();
     for (int ox = 0; ox < g.x.output; ++ox) {
       const int ix0 = ox * Cfg.stride.w - g.x.pad_before;
-      const bool inside = rows_inside && ix0 >= 0 && ix0 + (kw - 1) * Cfg.dilation.w < in.width();
+      job.out = out.pixel(n, oy, ox);
+      if (rows_inside && ix0 >= 0 && ix0 + (kw - 1) * Cfg.dilation.w < in.width()) {
+        for (int t = 0; t < taps; ++t)
+          window[static_cast<std::size_t>(t)] = at_column_0[static_cast<std::size_t>(t)] + ix0 * stride;
+        run_pixel<Path, false>(job);
+        continue;
+      }
       for (int ky = 0; ky < kh; ++ky)
         for (int kx = 0; kx < kw; ++kx) {
           const int ix = ix0 + kx * Cfg.dilation.w;
@@ -222,11 +234,7 @@ class depthwise16x8 {
           window[static_cast<std::size_t>(ky * kw + kx)] =
               row != nullptr && ix >= 0 && ix < in.width() ? row + ix * stride : nullptr;
         }
-      job.out = out.pixel(n, oy, ox);
-      if (inside)
-        run_pixel<Path, false>(job);
-      else
-        run_pixel<Path, true>(job);
+      run_pixel<Path, true>(job);
     }
   }
 
