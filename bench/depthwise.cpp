@@ -3,6 +3,10 @@
 // mosaiq, XNNPACK and oneDNN; every implementation's output is first checked against
 // mosaiq::reference. `--threads N` adds `depthwise/mosaiq/<case>_t<N>`: the same kernel in row
 // bands on a mosaiq::thread_pool of N threads (wall-clock time).
+// `depthwise/mosaiq/<case>_i16x8` rows: mosaiq::depthwise16x8 (TFLite's 16x8 mode: int16 activations, int8
+// per-channel filters, int64 biases) on six of the MediaPipe selfie model's depthwise shapes, each beside the i8 rows
+// (mosaiq, XNNPACK, oneDNN) of the same shape, checked bit for bit against reference::depthwise_conv_16x8. XNNPACK has
+// no 16x8 convolution operator, so the i8 rows are the neighbours these rows have.
 #include "mosaiq/ops/depthwise.hpp"
 
 #include <array>
@@ -14,6 +18,7 @@
 #include "../examples/common/threads.hpp"
 #include "baselines.hpp"
 #include "common.hpp"
+#include "mosaiq/ops/depthwise16x8.hpp"
 
 namespace mosaiq::bench {
 namespace {
@@ -90,7 +95,31 @@ void register_cases(int threads, std::index_sequence<I...>) {
    ...);
 }
 
-void register_all(int threads) { register_cases(threads, std::make_index_sequence<depthwise_cases.size()>{}); }
+// The selfie model's depthwise shapes the 16x8 rows run (issue 19): its 3x3 and 5x5 windows at strides 1 and 2.
+constexpr std::array selfie_16x8_cases{
+    depthwise_case{128, 128, 16, {3, 3}, {1, 1}, {1, 1}}, depthwise_case{128, 128, 16, {3, 3}, {2, 2}, {1, 1}},
+    depthwise_case{64, 64, 72, {3, 3}, {2, 2}, {1, 1}},   depthwise_case{32, 32, 88, {3, 3}, {1, 1}, {1, 1}},
+    depthwise_case{32, 32, 96, {5, 5}, {2, 2}, {1, 1}},   depthwise_case{16, 16, 128, {5, 5}, {1, 1}, {1, 1}},
+};
+
+/// The i8 rows of a selfie shape, then its `_i16x8` row. Registered after the other cases, which keep their seeds.
+template <std::size_t... I>
+void register_16x8_cases(std::uint32_t seed, int threads, std::index_sequence<I...>) {
+  (
+      [&] {
+        constexpr depthwise_case c = selfie_16x8_cases[I];
+        using op_type =
+            depthwise16x8<depthwise16x8_config{.kernel = c.kernel, .stride = c.stride, .dilation = c.dilation}>;
+        register_case<c, i8>(seed++, threads);
+        register_16x8_row<op_type>("depthwise", c.shape(), seed++, "mosaiq::depthwise16x8");
+      }(),
+      ...);
+}
+
+void register_all(int threads) {
+  register_cases(threads, std::make_index_sequence<depthwise_cases.size()>{});
+  register_16x8_cases(2 * depthwise_cases.size() + 1, threads, std::make_index_sequence<selfie_16x8_cases.size()>{});
+}
 
 }  // namespace
 }  // namespace mosaiq::bench

@@ -195,7 +195,7 @@ TEST_CASE("network 16x8: a run poisoning dead memory gives the same output (the 
   CHECK(out == plain.output);
 }
 
-TEST_CASE("network 16x8: the 1x1 layers run the SIMD 16x8 kernel's int32 path; a run does not allocate") {
+TEST_CASE("network 16x8: the 1x1 and depthwise layers run SIMD 16x8 kernels' int32 paths; a run does not allocate") {
   const fixture<> f(7);
   const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);
   REQUIRE(w != nullptr);
@@ -207,6 +207,11 @@ TEST_CASE("network 16x8: the 1x1 layers run the SIMD 16x8 kernel's int32 path; a
   CHECK(p->state<8>().kernel.uses_int32_path());
   CHECK(p->state<16>().kernel.uses_int32_path());
   CHECK(p->state<16>().kernel.input_channels() == 12);
+  // Layer 10 is the 5x5 depthwise: ops/depthwise16x8.hpp's kernel, prepared the same way.
+  static_assert(std::same_as<decltype(p->state<10>().kernel),
+                             depthwise16x8<depthwise16x8_config{.kernel = {5, 5}, .pad = padding::same()}>>);
+  CHECK(p->state<10>().kernel.uses_int32_path());
+  CHECK(p->state<10>().kernel.channels() == 12);
 
   test::aligned_arena arena(net16::arena_bytes);
   const std::vector<i16> q = tools::quantize_input<net16>(*w, f.samples[2]);

@@ -1,10 +1,10 @@
 // How each layer of a 16x8 (i16) network runs: TFLite's 16x8 mode, int16 activations with zero point 0, int8
-// per-channel filters, int64 biases. The pointwise layers run the SIMD 16x8 kernel (ops/pointwise16x8.hpp), add, mul,
-// hard swish, logistic and bilinear resize the SIMD 16x8 element-wise kernels (ops/eltwise16x8.hpp); every other
-// executor still calls the int16 reference kernel of its op (reference/int16.hpp): exact, plain scalar loops, no speed.
-// SIMD 16x8 kernels replace them op by op, each bit-exact with the reference it replaces. tools::reference_16x8<Net>
-// runs the same references layer by layer and is the oracle these executors are tested against
-// (tests/network_16x8_test.cpp).
+// per-channel filters, int64 biases. The pointwise and depthwise layers run SIMD 16x8 kernels (ops/pointwise16x8.hpp,
+// ops/depthwise16x8.hpp), add, mul, hard swish, logistic and bilinear resize the SIMD 16x8 element-wise kernels
+// (ops/eltwise16x8.hpp); every other executor still calls the int16 reference kernel of its op (reference/int16.hpp):
+// exact, plain scalar loops, no speed. SIMD 16x8 kernels replace them op by op, each bit-exact with the reference it
+// replaces. tools::reference_16x8<Net> runs the same references layer by layer and is the oracle these executors are
+// tested against (tests/network_16x8_test.cpp).
 //
 // The executor contract is net/executor.hpp's. Every executor here runs whole on one thread (no run_rows), so a 16x8
 // network has no row bands, row runs or band chains yet. The requantization parameters are built once at prepare();
@@ -26,6 +26,7 @@
 #include "mosaiq/net/executor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/reference_params.hpp"
+#include "mosaiq/ops/depthwise16x8.hpp"
 #include "mosaiq/ops/eltwise16x8.hpp"
 #include "mosaiq/ops/pointwise16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
@@ -71,6 +72,23 @@ struct conv_executor_16x8 : plain_executor {
   }
 };
 
+/// Conv-like layers on a SIMD 16x8 kernel (ops/pointwise16x8.hpp, ops/depthwise16x8.hpp), built once at prepare():
+/// its packed weights live in the state, so a run neither packs nor allocates. Bit-exact with the layer's int64
+/// reference whatever the network's rounding (the kernels' single-rounding epilogue is the 16x8 mode's Q15 one); a
+/// layer whose accumulators could leave int32 runs that reference inside the kernel.
+template <class Kernel, int InputChannels, activation Act>
+struct kernel_executor_16x8 : plain_executor {
+  using kernel = Kernel;
+  using state = kernel_state<Kernel>;
+  template <class W>
+  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
+    return {Kernel(w.filter.data(), w.bias.data(), InputChannels, conv_requant_16x8_for(w, in, Act)), w.output};
+  }
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    s.kernel(in[0], out);
+  }
+};
+
 /// A layer whose params are built from its input and output scales, run by an element-wise reference.
 template <class Params>
 struct params_state_16x8 {
@@ -101,30 +119,29 @@ struct executor<layers::conv2d<C>, i16, R, In, Out> : detail::conv_executor_16x8
   }
 };
 
+/// On the SIMD 16x8 kernel (ops/depthwise16x8.hpp), built once at prepare() (detail::kernel_executor_16x8).
 template <layers::depthwise_config C, rounding R, shape In, shape Out>
-struct executor<layers::depthwise<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
+requires(C.depth_multiplier == 1) struct executor<layers::depthwise<C>, i16, R, In, Out>
+    : detail::kernel_executor_16x8<depthwise16x8<depthwise16x8_config{
+                                       .kernel = C.kernel, .stride = C.stride, .dilation = C.dilation, .pad = C.pad}>,
+                                   In.channels, C.act> {
+};
+
+/// Depth multipliers above 1 (not in the selfie models) on the int64 reference.
+template <layers::depthwise_config C, rounding R, shape In, shape Out>
+requires(C.depth_multiplier != 1) struct executor<layers::depthwise<C>, i16, R, In, Out>
+    : detail::conv_executor_16x8<C.act> {
   static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
                   std::span<std::byte>) {
     reference::depthwise_conv_16x8(in[0], s.filter, s.bias, out, detail::depthwise_params_of(C), s.requant);
   }
 };
 
-/// On the SIMD 16x8 kernel (ops/pointwise16x8.hpp), built once at prepare(): its packed weights live in the state,
-/// so a run neither packs nor allocates. Bit-exact with reference::pointwise_conv_16x8 whatever the network's
-/// rounding (the kernel's single-rounding epilogue is the 16x8 mode's Q15 one); a layer whose accumulators could
-/// leave int32 runs that reference inside the kernel.
+/// On the SIMD 16x8 kernel (ops/pointwise16x8.hpp), built once at prepare() (detail::kernel_executor_16x8).
 template <layers::pointwise_config C, rounding R, shape In, shape Out>
-struct executor<layers::pointwise<C>, i16, R, In, Out> : detail::plain_executor {
-  using kernel = pointwise16x8<pointwise16x8_config{.out_channels = C.out_channels}>;
-  using state = detail::kernel_state<kernel>;
-  template <class W>
-  static state prepare(const W& w, const std::array<quant_params, 1>& in) {
-    return {kernel(w.filter.data(), w.bias.data(), In.channels, detail::conv_requant_16x8_for(w, in, C.act)), w.output};
-  }
-  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    s.kernel(in[0], out);
-  }
-};
+struct executor<layers::pointwise<C>, i16, R, In, Out>
+    : detail::kernel_executor_16x8<pointwise16x8<pointwise16x8_config{.out_channels = C.out_channels}>, In.channels,
+                                   C.act> {};
 
 /// reference::transpose_conv_16x8 with its int64 accumulators in the layer's workspace, so a run does not allocate.
 template <layers::transpose_conv_config C, rounding R, shape In, shape Out>

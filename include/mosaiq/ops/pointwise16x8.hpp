@@ -39,6 +39,7 @@
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
+#include "mosaiq/ops/detail/kernel_16x8.hpp"
 #include "mosaiq/ops/pointwise16x8/avx2.hpp"
 #include "mosaiq/ops/pointwise16x8/avx512.hpp"
 #include "mosaiq/ops/pointwise16x8/neon.hpp"
@@ -62,15 +63,6 @@ namespace detail::pw16 {
 // A pixel chunk's input rows stay within this many bytes (L1-resident while every channel block reads them).
 inline constexpr std::size_t chunk_input_bytes = 32 * 1024;
 
-/// Whether int32 accumulators are exact for output channel c: |bias| + 32768 sum |w| < 2^31 bounds every partial
-/// sum, whatever order a path adds the products in.
-inline bool accumulates_in_int32(const std::int8_t* filter_row, int input_channels, std::int64_t bias) noexcept {
-  constexpr std::int64_t limit = std::int64_t{1} << 31;
-  if (bias <= -limit || bias >= limit) return false;
-  std::int64_t bound = bias < 0 ? -bias : bias;
-  for (int k = 0; k < input_channels; ++k) bound += std::int64_t{32768} * std::abs(std::int32_t{filter_row[k]});
-  return bound < limit;
-}
 }  // namespace detail::pw16
 
 /// 16x8 pointwise convolution layer for one compile-time config. Construct once (checks and packs the weights),
@@ -136,12 +128,10 @@ class pointwise16x8 {
             const reference::conv_requant_16x8& q) {
     if (!require(input_channels >= 1, errc::invalid_argument, "pointwise16x8: input_channels must be at least 1") ||
         !require(filter != nullptr, errc::null_pointer, "pointwise16x8: filter is null") ||
-        !reference::detail::check_conv_requant_16x8(q, out_channels))
+        !detail::kernel_16x8::check_requant(
+            q, out_channels,
+            "pointwise16x8: multipliers must be non-negative with shift in [-31, 7] (make_conv_requant_16x8)"))
       return;
-    for (const quantized_multiplier& m : q.multipliers)
-      if (!require(m.multiplier >= 0 && m.shift >= -31 && m.shift <= 7, errc::invalid_argument,
-                   "pointwise16x8: multipliers must be non-negative with shift in [-31, 7] (make_conv_requant_16x8)"))
-        return;
     channels_ = input_channels;
     clamp_ = q.clamp;
     const int steps = (input_channels + path::taps - 1) / path::taps;
@@ -153,7 +143,7 @@ class pointwise16x8 {
     for (int c = 0; c < out_channels; ++c) {
       const std::int8_t* row = filter + static_cast<std::size_t>(c) * input_channels;
       const std::int64_t b = bias ? bias[c] : 0;
-      int32_path_ = int32_path_ && detail::pw16::accumulates_in_int32(row, input_channels, b);
+      int32_path_ = int32_path_ && detail::kernel_16x8::accumulates_in_int32(row, input_channels, 1, b);
       pack_channel(c, row, steps);
       bias_[c] = static_cast<std::int32_t>(b);  // used only where int32_path_ proves it fits
       const requant_scale s = reference::single_round_scale_16x8(q.multiplier_for(c));
