@@ -199,7 +199,7 @@ class depthwise16x8 {
   /// inside the image without the microkernel's padding checks.
   template <class Path>
   void run_row(const tensor_view<const std::int16_t>& in, const tensor_view<std::int16_t>& out,
-               const window_geometry& g, int n, int oy, kernels::dw16::pixel_job& job) const {
+               const window_geometry& g, int n, int oy, const kernels::dw16::pixel_job& row_template) const {
     constexpr int kh = Cfg.kernel.h, kw = Cfg.kernel.w;
     std::array<const std::int16_t*, kh> rows{};
     bool rows_inside = true;
@@ -217,6 +217,7 @@ class depthwise16x8 {
         at_column_0[static_cast<std::size_t>(t)] =
             rows[static_cast<std::size_t>(t / kw)] + static_cast<std::ptrdiff_t>(t % kw) * Cfg.dilation.w * stride;
     std::array<const std::int16_t*, taps> window;
+    kernels::dw16::pixel_job job = row_template;  // a local copy: its tap pointers point into this frame
     job.taps = window.data();
     for (int ox = 0; ox < g.x.output; ++ox) {
       const int ix0 = ox * Cfg.stride.w - g.x.pad_before;
