@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <utility>
 
@@ -54,6 +55,14 @@ constexpr int band_rows(int out_width, std::size_t patch_bytes, int out_height) 
   const std::size_t row_bytes = static_cast<std::size_t>(out_width) * patch_bytes;
   const std::size_t rows = row_bytes == 0 ? 1 : std::max<std::size_t>(1, pw16::chunk_input_bytes / row_bytes);
   return static_cast<int>(std::min<std::size_t>(rows, static_cast<std::size_t>(std::max(out_height, 1))));
+}
+
+/// Copies `count` int16 values: fixed-size moves, since patch runs are a few values (a call to memmove per run
+/// costs more than the copy).
+[[gnu::always_inline]] inline void copy_run(std::int16_t* to, const std::int16_t* from, int count) noexcept {
+  for (; count >= 4; count -= 4, to += 4, from += 4) std::memcpy(to, from, 4 * sizeof(std::int16_t));
+  if (count & 2) std::memcpy(to, from, 2 * sizeof(std::int16_t)), to += 2, from += 2;
+  if (count & 1) *to = *from;
 }
 
 /// What the layers built on the 16x8 pointwise GEMM (conv2d16x8, transpose_conv16x8) share: the GEMM, the calls and
@@ -189,12 +198,38 @@ class conv2d16x8
       for (int oy0 = 0; oy0 < out_dims.height; oy0 += band) {
         const int rows = std::min(band, out_dims.height - oy0);
         for (int oy = oy0; oy < oy0 + rows; ++oy)
-          for (int ox = 0; ox < out_dims.width; ++ox)
-            gather_patch(in, n, oy * Cfg.stride.h - g.y.pad_before, ox * Cfg.stride.w - g.x.pad_before,
-                         patches + (static_cast<std::ptrdiff_t>(oy - oy0) * out_dims.width + ox) * stride);
+          gather_row(in, n, oy * Cfg.stride.h - g.y.pad_before, g.x.pad_before, out_dims.width, stride,
+                     patches + static_cast<std::ptrdiff_t>(oy - oy0) * out_dims.width * stride);
         const shape band_dims{rows, out_dims.width, taps * channels};
         gemm(tensor_view<const std::int16_t>(patches, band_dims, 1, stride), out.image(n).row_slice(oy0, rows));
       }
+  }
+
+  /// The patches of one output row, whose windows start at input row y0, `stride` values apart. Interior windows
+  /// (every column inside the image, dense pixels, no column dilation) take one run of KW * Cin values per kernel
+  /// row, row by row; the others go tap by tap.
+  void gather_row(const tensor_view<const std::int16_t>& in, int n, int y0, int pad_left, int out_width,
+                  std::ptrdiff_t stride, std::int16_t* patches) const {
+    const int c = this->input_channels(), run = Cfg.kernel.w * c;
+    int first = 0, last = 0;  // the interior output columns [first, last)
+    if (Cfg.dilation.w == 1 && in.pixel_stride() == c && in.width() - Cfg.kernel.w + pad_left >= 0) {
+      first = std::min(out_width, (pad_left + Cfg.stride.w - 1) / Cfg.stride.w);
+      last = std::clamp((in.width() - Cfg.kernel.w + pad_left) / Cfg.stride.w + 1, first, out_width);
+    }
+    const auto border = [&](int ox) { gather_patch(in, n, y0, ox * Cfg.stride.w - pad_left, patches + ox * stride); };
+    for (int ox = 0; ox < first; ++ox) border(ox);
+    for (int ox = last; ox < out_width; ++ox) border(ox);
+    for (int ky = 0; ky < Cfg.kernel.h; ++ky) {
+      const int y = y0 + ky * Cfg.dilation.h;
+      std::int16_t* to = patches + first * stride + ky * run;
+      if (y < 0 || y >= in.height()) {
+        for (int ox = first; ox < last; ++ox, to += stride) std::fill_n(to, run, std::int16_t{0});
+        continue;
+      }
+      const std::int16_t* from = first < last ? in.pixel(n, y, first * Cfg.stride.w - pad_left) : nullptr;
+      for (int ox = first; ox < last; ++ox, to += stride, from += Cfg.stride.w * c)
+        detail::conv16::copy_run(to, from, run);
+    }
   }
 
   /// The KH x KW x Cin window whose top-left tap is input pixel (y0, x0) of image n, 0 outside the image.
@@ -206,7 +241,7 @@ class conv2d16x8
       for (int kx = 0; kx < Cfg.kernel.w; ++kx, patch += c) {
         const int x = x0 + kx * Cfg.dilation.w;
         if (row_inside && x >= 0 && x < in.width())
-          std::copy_n(in.pixel(n, y, x), c, patch);
+          detail::conv16::copy_run(patch, in.pixel(n, y, x), c);
         else
           std::fill_n(patch, c, std::int16_t{0});
       }
