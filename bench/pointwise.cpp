@@ -33,6 +33,7 @@
 #include "mosaiq/ops/pointwise16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/simd/amx.hpp"
+#include "problem_16x8.hpp"
 
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
 #include <immintrin.h>
@@ -192,85 +193,19 @@ constexpr std::array selfie_16x8_cases{
     pointwise_case{16, 16, 96, 24},
 };
 
-/// A 16x8 pointwise workload: full-range int16 inputs, int8 filters with per-channel scales, int64 biases, scales
-/// that put the outputs' spread at about 8000 steps (few saturate), and the reference output.
-struct problem_16x8 {
-  conv_shape shape;
-  aligned_buffer<std::int16_t> input, output, expected;
-  aligned_buffer<std::int8_t> filter;
-  std::vector<std::int64_t> bias;
-  reference::conv_requant_16x8 requant;
-
-  problem_16x8(const conv_shape& s, std::uint32_t seed)
-      : shape(s),
-        input(s.input_shape().elements()),
-        output(s.output_shape().elements()),
-        expected(s.output_shape().elements()),
-        filter(s.filter_elements()),
-        bias(s.output_channels) {
-    std::mt19937 rng(seed);
-    fill_uniform(input.span(), -32768, 32767, rng);
-    fill_uniform(filter.span(), -127, 127, rng);
-    fill_uniform(std::span(bias), -100000, 100000, rng);
-    constexpr float input_scale = 1.0f / 4096, filter_scale = 0.01f;
-    // Uniform int16 times uniform int8: each product has a spread of about 18918 * 73 = 1.38e6.
-    const float acc_spread = 1.38e6f * std::sqrt(static_cast<float>(s.input_channels));
-    std::vector<float> filter_scales;
-    std::uniform_real_distribution<float> spread(0.5f, 1.5f);
-    for (int c = 0; c < s.output_channels; ++c) filter_scales.push_back(filter_scale * spread(rng));
-    requant = reference::make_conv_requant_16x8(input_scale, filter_scales,
-                                                input_scale * filter_scale * acc_spread / 8000.0f, activation::none);
-    reference::pointwise_conv_16x8(input_view(), filter.data(), bias.data(), output_view(expected), requant);
-  }
-  tensor_view<const std::int16_t> input_view() const { return {input.data(), shape.input_shape()}; }
-  tensor_view<std::int16_t> output_view(aligned_buffer<std::int16_t>& buffer) const {
-    return {buffer.data(), shape.output_shape()};
-  }
-  /// Bytes one run must touch at least: int16 input and output, int8 filter.
-  std::int64_t bytes() const noexcept {
-    return static_cast<std::int64_t>(2 * shape.input_shape().elements() + shape.filter_elements() +
-                                     2 * shape.output_shape().elements());
-  }
-};
-
 /// `pointwise/mosaiq/<case>_i16x8`: the layer is loaded and checked against the reference on the row's first run.
 template <pointwise_case Case>
 void register_16x8_row(std::uint32_t seed) {
   using op_type = pointwise16x8<pointwise16x8_config{.out_channels = Case.output_channels}>;
   const conv_shape shape = conv_shape::dense(Case.height, Case.width, Case.input_channels, Case.output_channels);
-  std::string name = shape.case_name<i8>();
-  name.replace(name.size() - 2, 2, "i16x8");
-  struct row_state {
-    std::unique_ptr<problem_16x8> problem;
-    std::unique_ptr<op_type> op;
-    std::string error;
-  };
-  auto row = std::make_shared<row_state>();
-  register_row("pointwise", "mosaiq", name, [shape, seed, row](benchmark::State& state) {
-    if (!row->op && row->error.empty()) {
-      row->problem = std::make_unique<problem_16x8>(shape, seed);
-      row->op = std::make_unique<op_type>(row->problem->filter.data(), row->problem->bias.data(), shape.input_channels,
-                                          row->problem->requant);
-      (*row->op)(row->problem->input_view(), row->problem->output_view(row->problem->output));
-      const output_match m = compare_outputs<std::int16_t>(row->problem->output.span(), row->problem->expected.span());
-      if (m.differing != 0 || !row->op->uses_int32_path())
-        row->error = "mosaiq::pointwise16x8 differs from reference::pointwise_conv_16x8 (" + m.text() +
-                     ") or left the int32 path";
-    }
-    if (!row->error.empty()) {
-      state.SkipWithError(row->error.c_str());
-      return;
-    }
-    const tensor_view<const std::int16_t> in = row->problem->input_view();
-    const tensor_view<std::int16_t> out = row->problem->output_view(row->problem->output);
-    for (auto _ : state) {
-      (*row->op)(in, out);
-      benchmark::ClobberMemory();
-    }
-    set_throughput_counters(state, shape.macs(), row->problem->bytes());
-    state.SetLabel("mosaiq::pointwise16x8 " + std::to_string(op_type::tile()) + "x16 " +
-                   std::string(simd::to_string(simd::native_isa)) + "; vs reference: exact");
-  });
+  register_checked_16x8_row(
+      "pointwise", case_name_16x8(shape), shape.macs(),
+      "mosaiq::pointwise16x8 " + std::to_string(op_type::tile()) + "x16",
+      [shape, seed] { return std::make_unique<problem_16x8>(shape, seed); },
+      [](const problem_16x8& p) {
+        return std::make_unique<op_type>(p.filter.data(), p.bias.data(), p.shape.input_channels, p.requant);
+      },
+      [](const op_type& op, problem_16x8& p) { op(p.input_view(), p.output_view(p.output)); });
 }
 
 /// The 16x8 rows, and the i8 rows of their shapes that the 1x1 cases above do not register already.
