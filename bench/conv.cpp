@@ -15,10 +15,13 @@
 
 #include "baselines.hpp"
 #include "common.hpp"
-#include "mosaiq/ops/conv16x8.hpp"
-#include "problem_16x8.hpp"
 
 namespace mosaiq::bench {
+
+/// The `_i16x8` rows (bench/conv16x8_rows.cpp: a translation unit of their own, so that the 8-bit rows' code is
+/// compiled as without them).
+void register_conv16x8_rows(std::uint32_t& seed);
+
 namespace {
 
 /// The stems as compile-time values: the mosaiq kernel is a template on its output channels.
@@ -42,37 +45,11 @@ void register_case(std::uint32_t seed) {
   register_baseline_rows<T>("conv2d", problem);
 }
 
-/// `conv2d/mosaiq/<case>_i16x8`: the layer and its workspace, checked against the reference on the row's first run.
-template <stem_case Case>
-void register_16x8_case(std::uint32_t seed) {
-  using op_type =
-      conv2d16x8<conv2d16x8_config{.out_channels = Case.output_channels, .kernel = {3, 3}, .stride = {2, 2}}>;
-  struct layer {
-    op_type op;
-    aligned_buffer<std::byte> workspace;
-    bool uses_int32_path() const noexcept { return op.uses_int32_path(); }
-  };
-  const conv_shape shape = conv_shape::dense(Case.height, Case.width, 3, Case.output_channels, {3, 3}, {2, 2});
-  register_checked_16x8_row(
-      "conv2d", case_name_16x8(shape), shape.macs(), "mosaiq::conv2d16x8 (im2col + pointwise16x8)",
-      [shape, seed] { return std::make_unique<problem_16x8>(shape, seed); },
-      [](const problem_16x8& p) {
-        return std::make_unique<layer>(op_type(p.filter.data(), p.bias.data(), 3, p.requant),
-                                       aligned_buffer<std::byte>(op_type::workspace_bytes(p.shape.input_shape())));
-      },
-      [](layer& l, problem_16x8& p) { l.op(p.input_view(), p.output_view(p.output), l.workspace.span()); });
-}
-
 template <std::size_t... I>
 void register_all(std::index_sequence<I...>) {
   std::uint32_t seed = 300;
   ((register_case<stem_cases[I], u8>(seed++), register_case<stem_cases[I], i8>(seed++)), ...);
-  // The selfie stems (16 output channels) in 16x8.
-  (
-      [&] {
-        if constexpr (stem_cases[I].output_channels == 16) register_16x8_case<stem_cases[I]>(seed++);
-      }(),
-      ...);
+  register_conv16x8_rows(seed);
 }
 
 }  // namespace
