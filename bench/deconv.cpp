@@ -13,30 +13,21 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "baselines.hpp"
 #include "common.hpp"
 #include "mosaiq/ops/transpose_conv.hpp"
-#include "mosaiq/ops/transpose_conv16x8.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
 #include "mosaiq/simd/arch.hpp"
-#include "problem_16x8.hpp"
 
 namespace mosaiq::bench {
-namespace {
 
-/// `<H>x<W>x<Cin>to<Cout>_k<K>s<S>_<type>`.
-template <transpose_conv_config Cfg>
-std::string deconv_case_name(shape in, std::string_view type) {
-  std::string name;
-  name += std::to_string(in.height) + "x" + std::to_string(in.width) + "x" + std::to_string(in.channels);
-  name += "to" + std::to_string(Cfg.out_channels) + "_k" + std::to_string(Cfg.kernel.h) + "s" +
-          std::to_string(Cfg.stride.h) + "_";
-  name += type;
-  return name;
-}
+/// The `_i16x8` rows (bench/deconv16x8_rows.cpp: a translation unit of their own, so that the 8-bit rows' code is
+/// compiled as without them).
+void register_deconv16x8_rows();
+
+namespace {
 
 /// One workload: data, TFLite quantization (u8 per-tensor with a filter zero point, i8 one scale for all channels) and
 /// the reference output.
@@ -74,7 +65,14 @@ struct deconv_problem {
         {.kernel = Cfg.kernel, .stride = Cfg.stride, .padding = Cfg.padding}, requant);
   }
 
-  std::string case_name() const { return deconv_case_name<Cfg>(in, element_name<T>()); }
+  std::string case_name() const {
+    std::string name;
+    name += std::to_string(in.height) + "x" + std::to_string(in.width) + "x" + std::to_string(in.channels);
+    name += "to" + std::to_string(out.channels) + "_k" + std::to_string(Cfg.kernel.h) + "s" +
+            std::to_string(Cfg.stride.h) + "_";
+    name += element_name<T>();
+    return name;
+  }
   std::int64_t macs() const {
     return static_cast<std::int64_t>(in.pixels()) * Cfg.kernel.h * Cfg.kernel.w * in.channels * out.channels;
   }
@@ -166,53 +164,6 @@ void register_xnnpack(std::shared_ptr<deconv_problem<Cfg, T>> p) {
 }
 #endif
 
-/// A 16x8 transposed convolution workload (kernel == stride, no overlapping taps: one Cin-term sum per output).
-template <transpose_conv_config Cfg>
-struct deconv_problem_16x8 : operands_16x8 {
-  shape in, out;
-  explicit deconv_problem_16x8(shape input_shape)
-      : operands_16x8(input_shape.elements(),
-                      static_cast<std::size_t>(Cfg.out_channels) * Cfg.kernel.h * Cfg.kernel.w * input_shape.channels,
-                      transpose_conv<Cfg, i8>::output_shape(input_shape).elements(), Cfg.out_channels,
-                      input_shape.channels, 7),
-        in(input_shape),
-        out(transpose_conv<Cfg, i8>::output_shape(input_shape)) {
-    reference::transpose_conv_16x8(tensor_view<const std::int16_t>(input.data(), in), filter.data(), bias.data(),
-                                   tensor_view<std::int16_t>(expected.data(), out),
-                                   {.kernel = Cfg.kernel, .stride = Cfg.stride, .padding = Cfg.padding}, requant);
-  }
-  std::int64_t bytes() const noexcept {
-    return static_cast<std::int64_t>(2 * in.elements() + filter.size() + 2 * out.elements());
-  }
-};
-
-/// `deconvolution/mosaiq/<case>_i16x8`: the layer and its workspace, checked against the reference on the row's
-/// first run.
-template <transpose_conv_config Cfg>
-void register_16x8(shape in) {
-  using op_type = transpose_conv16x8<transpose_conv16x8_config{
-      .out_channels = Cfg.out_channels, .kernel = Cfg.kernel, .stride = Cfg.stride, .pad = Cfg.padding}>;
-  struct layer {
-    op_type op;
-    aligned_buffer<std::byte> workspace;
-    bool uses_int32_path() const noexcept { return op.uses_int32_path(); }
-  };
-  const std::int64_t macs =
-      static_cast<std::int64_t>(in.pixels()) * Cfg.kernel.h * Cfg.kernel.w * in.channels * Cfg.out_channels;
-  register_checked_16x8_row(
-      "deconvolution", deconv_case_name<Cfg>(in, "i16x8"), macs,
-      "mosaiq::transpose_conv16x8 (pointwise16x8 + depth-to-space)",
-      [in] { return std::make_unique<deconv_problem_16x8<Cfg>>(in); },
-      [](const deconv_problem_16x8<Cfg>& p) {
-        return std::make_unique<layer>(op_type(p.filter.data(), p.bias.data(), p.in.channels, p.requant),
-                                       aligned_buffer<std::byte>(op_type::workspace_bytes(p.in)));
-      },
-      [](layer& l, deconv_problem_16x8<Cfg>& p) {
-        l.op(tensor_view<const std::int16_t>(p.input.data(), p.in), tensor_view<std::int16_t>(p.output.data(), p.out),
-             l.workspace.span());
-      });
-}
-
 template <transpose_conv_config Cfg>
 void register_case(shape in) {
   const auto both = [&]<quantized_element T>() {
@@ -224,7 +175,6 @@ void register_case(shape in) {
   };
   both.template operator()<u8>();
   both.template operator()<i8>();
-  if constexpr (transpose_conv16x8_supports(Cfg.kernel, Cfg.stride)) register_16x8<Cfg>(in);
 }
 
 }  // namespace
@@ -236,6 +186,7 @@ int main(int argc, char** argv) {
   // The selfie model's last layer (2x2 s2 to one channel), a wider 2x2 s2 decoder step, overlapping 3x3 and 4x4 s2.
   bench::register_case<transpose_conv_config{.out_channels = 1}>({128, 128, 16});
   bench::register_case<transpose_conv_config{.out_channels = 16}>({64, 64, 32});
+  bench::register_deconv16x8_rows();  // the two 2x2 stride-2 cases above in 16x8
   bench::register_case<transpose_conv_config{.out_channels = 32, .kernel = {3, 3}}>({32, 32, 32});
   bench::register_case<transpose_conv_config{.out_channels = 32, .kernel = {4, 4}}>({32, 32, 32});
   // A narrower 3x3 s2 decoder step, and a 4x4 s2 to few output channels (an image-like last layer).

@@ -84,7 +84,7 @@ inline std::string case_name_16x8(const conv_shape& shape) {
 /// `run`; `label` names the layer.
 template <class MakeProblem, class MakeLayer, class Run>
 void register_checked_16x8_row(std::string_view op, const std::string& case_name, std::int64_t macs, std::string label,
-                       MakeProblem make_problem, MakeLayer make_layer, Run run) {
+                               MakeProblem make_problem, MakeLayer make_layer, Run run) {
   struct row_state {
     decltype(make_problem()) problem;
     decltype(make_layer(*make_problem())) layer;
