@@ -33,7 +33,6 @@
 #include "mosaiq/reference/conv.hpp"
 #include "mosaiq/reference/conv_common.hpp"
 #include "mosaiq/reference/depthwise.hpp"
-#include "mosaiq/reference/int16.hpp"
 #include "mosaiq/simd/amx.hpp"
 #include "mosaiq/simd/arch.hpp"
 
@@ -210,59 +209,6 @@ struct conv_problem {
   std::optional<aligned_buffer<T>> reference_;
 };
 
-/// A 16x8 workload (TFLite's 16x8 mode) of a 1x1 or depthwise shape: full-range int16 inputs, int8 filters with
-/// per-channel scales, int64 biases, scales that put the outputs' spread at about 8000 steps (few saturate), and the
-/// reference output (reference::pointwise_conv_16x8 or depthwise_conv_16x8, SAME padding).
-struct problem_16x8 {
-  conv_shape shape;
-  aligned_buffer<std::int16_t> input, output, expected;
-  aligned_buffer<std::int8_t> filter;
-  std::vector<std::int64_t> bias;
-  reference::conv_requant_16x8 requant;
-
-  problem_16x8(const conv_shape& s, std::uint32_t seed)
-      : shape(s),
-        input(s.input_shape().elements()),
-        output(s.output_shape().elements()),
-        expected(s.output_shape().elements()),
-        filter(s.filter_elements()),
-        bias(s.output_channels) {
-    if (!s.is_depthwise() && s.kernel != hw{1, 1})
-      throw std::invalid_argument("problem_16x8: 1x1 and depthwise shapes only");
-    std::mt19937 rng(seed);
-    fill_uniform(input.span(), -32768, 32767, rng);
-    fill_uniform(filter.span(), -127, 127, rng);
-    fill_uniform(std::span(bias), -100000, 100000, rng);
-    constexpr float input_scale = 1.0f / 4096, filter_scale = 0.01f;
-    // Uniform int16 times uniform int8: each product has a spread of about 18918 * 73 = 1.38e6.
-    const float acc_spread = 1.38e6f * std::sqrt(static_cast<float>(s.taps()));
-    std::vector<float> filter_scales;
-    std::uniform_real_distribution<float> spread(0.5f, 1.5f);
-    for (int c = 0; c < s.output_channels; ++c) filter_scales.push_back(filter_scale * spread(rng));
-    requant = reference::make_conv_requant_16x8(input_scale, filter_scales,
-                                                input_scale * filter_scale * acc_spread / 8000.0f, activation::none);
-    if (s.is_depthwise())
-      reference::depthwise_conv_16x8(input_view(), filter.data(), bias.data(), output_view(expected),
-                                     {.kernel = s.kernel,
-                                      .stride = s.stride,
-                                      .dilation = s.dilation,
-                                      .pad = padding::same(),
-                                      .depth_multiplier = s.output_channels / s.input_channels},
-                                     requant);
-    else
-      reference::pointwise_conv_16x8(input_view(), filter.data(), bias.data(), output_view(expected), requant);
-  }
-  tensor_view<const std::int16_t> input_view() const { return {input.data(), shape.input_shape()}; }
-  tensor_view<std::int16_t> output_view(aligned_buffer<std::int16_t>& buffer) const {
-    return {buffer.data(), shape.output_shape()};
-  }
-  /// Bytes one run must touch at least: int16 input and output, int8 filter.
-  std::int64_t bytes() const noexcept {
-    return static_cast<std::int64_t>(2 * shape.input_shape().elements() + shape.filter_elements() +
-                                     2 * shape.output_shape().elements());
-  }
-};
-
 /// How far one output is from another, element by element.
 struct output_match {
   int max_abs_diff = 0;
@@ -433,45 +379,6 @@ inline void register_unavailable(std::string_view op, std::string_view impl, std
                                  std::string why) {
   register_row(op, impl, case_name,
                [why = std::move(why)](benchmark::State& state) { state.SkipWithError(why.c_str()); });
-}
-
-/// `<op>/mosaiq/<case>_i16x8`, the case named as the i8 row of the same shape: a 16x8 kernel `Op` (constructed from
-/// filter, bias, input channels and requantization), loaded and checked bit for bit against the reference on the
-/// row's first run, where it must also take its int32 path.
-template <class Op>
-void register_16x8_row(std::string_view op, const conv_shape& shape, std::uint32_t seed, std::string label) {
-  std::string name = shape.case_name<i8>();
-  name.replace(name.size() - 2, 2, "i16x8");
-  struct row_state {
-    std::unique_ptr<problem_16x8> problem;
-    std::unique_ptr<Op> op;
-    std::string error;
-  };
-  auto row = std::make_shared<row_state>();
-  label += std::string(" ") + std::string(simd::to_string(simd::native_isa)) + "; vs reference: exact";
-  register_row(op, "mosaiq", name, [shape, seed, row, label](benchmark::State& state) {
-    if (!row->op && row->error.empty()) {
-      row->problem = std::make_unique<problem_16x8>(shape, seed);
-      row->op = std::make_unique<Op>(row->problem->filter.data(), row->problem->bias.data(), shape.input_channels,
-                                     row->problem->requant);
-      (*row->op)(row->problem->input_view(), row->problem->output_view(row->problem->output));
-      const output_match m = compare_outputs<std::int16_t>(row->problem->output.span(), row->problem->expected.span());
-      if (m.differing != 0 || !row->op->uses_int32_path())
-        row->error = "the 16x8 kernel differs from its reference (" + m.text() + ") or left the int32 path";
-    }
-    if (!row->error.empty()) {
-      state.SkipWithError(row->error.c_str());
-      return;
-    }
-    const tensor_view<const std::int16_t> in = row->problem->input_view();
-    const tensor_view<std::int16_t> out = row->problem->output_view(row->problem->output);
-    for (auto _ : state) {
-      (*row->op)(in, out);
-      benchmark::ClobberMemory();
-    }
-    set_throughput_counters(state, shape.macs(), row->problem->bytes());
-    state.SetLabel(label);
-  });
 }
 
 }  // namespace mosaiq::bench

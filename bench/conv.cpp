@@ -3,6 +3,9 @@
 // `conv2d/<impl>/<case>`, one thread, u8 and i8 workloads on mosaiq::conv2d, XNNPACK and oneDNN,
 // each checked against mosaiq::reference (mosaiq bit for bit). MobileNet's 224x224 stem is a
 // bench_pointwise row.
+// `conv2d/mosaiq/<case>_i16x8` rows: mosaiq::conv2d16x8 (TFLite's 16x8 mode, the i16 selfie network's stem: im2col
+// bands and the 16x8 pointwise GEMM) on the selfie stems, beside the i8 row of the same shape, checked bit for bit
+// against reference::conv2d_16x8. XNNPACK has no 16x8 convolution operator, so no baseline beside them.
 #include "mosaiq/ops/conv.hpp"
 
 #include <array>
@@ -14,6 +17,11 @@
 #include "common.hpp"
 
 namespace mosaiq::bench {
+
+/// The `_i16x8` rows (bench/conv16x8_rows.cpp: a translation unit of their own, so that the 8-bit rows' code is
+/// compiled as without them).
+void register_conv16x8_rows(std::uint32_t& seed);
+
 namespace {
 
 /// The stems as compile-time values: the mosaiq kernel is a template on its output channels.
@@ -41,6 +49,7 @@ template <std::size_t... I>
 void register_all(std::index_sequence<I...>) {
   std::uint32_t seed = 300;
   ((register_case<stem_cases[I], u8>(seed++), register_case<stem_cases[I], i8>(seed++)), ...);
+  register_conv16x8_rows(seed);
 }
 
 }  // namespace

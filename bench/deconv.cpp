@@ -5,6 +5,9 @@
 // still runs its per-channel requantization). Outputs are first checked against mosaiq::reference: mosaiq exact,
 // XNNPACK within 1 LSB (it requantizes with its own fixed-point formula). Case:
 // `<H>x<W>x<Cin>to<Cout>_k<K>s<S>_<type>` (SAME padding).
+// `deconvolution/mosaiq/<case>_i16x8` rows: mosaiq::transpose_conv16x8 (TFLite's 16x8 mode; kernel == stride: the 16x8
+// pointwise GEMM to KH * KW * Cout columns + depth-to-space) on the 2x2 stride-2 cases, beside their i8 rows, checked
+// bit for bit against reference::transpose_conv_16x8. XNNPACK has no 16x8 deconvolution, so no baseline beside them.
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -19,6 +22,11 @@
 #include "mosaiq/simd/arch.hpp"
 
 namespace mosaiq::bench {
+
+/// The `_i16x8` rows (bench/deconv16x8_rows.cpp: a translation unit of their own, so that the 8-bit rows' code is
+/// compiled as without them).
+void register_deconv16x8_rows();
+
 namespace {
 
 /// One workload: data, TFLite quantization (u8 per-tensor with a filter zero point, i8 one scale for all channels) and
@@ -178,6 +186,7 @@ int main(int argc, char** argv) {
   // The selfie model's last layer (2x2 s2 to one channel), a wider 2x2 s2 decoder step, overlapping 3x3 and 4x4 s2.
   bench::register_case<transpose_conv_config{.out_channels = 1}>({128, 128, 16});
   bench::register_case<transpose_conv_config{.out_channels = 16}>({64, 64, 32});
+  bench::register_deconv16x8_rows();  // the two 2x2 stride-2 cases above in 16x8
   bench::register_case<transpose_conv_config{.out_channels = 32, .kernel = {3, 3}}>({32, 32, 32});
   bench::register_case<transpose_conv_config{.out_channels = 32, .kernel = {4, 4}}>({32, 32, 32});
   // A narrower 3x3 s2 decoder step, and a 4x4 s2 to few output channels (an image-like last layer).

@@ -19,6 +19,7 @@
 #include "baselines.hpp"
 #include "common.hpp"
 #include "mosaiq/ops/depthwise16x8.hpp"
+#include "problem_16x8.hpp"
 
 namespace mosaiq::bench {
 namespace {

@@ -33,6 +33,7 @@
 #include "mosaiq/ops/pointwise16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/simd/amx.hpp"
+#include "problem_16x8.hpp"
 
 #if defined(__AVX512VNNI__) || defined(__AVXVNNI__)
 #include <immintrin.h>
@@ -192,13 +193,13 @@ constexpr std::array selfie_16x8_cases{
     pointwise_case{16, 16, 96, 24},
 };
 
-/// `pointwise/mosaiq/<case>_i16x8` (register_16x8_row).
+/// `pointwise/mosaiq/<case>_i16x8`: the layer is loaded and checked against the reference on the row's first run.
 template <pointwise_case Case>
 void register_16x8_row(std::uint32_t seed) {
   using op_type = pointwise16x8<pointwise16x8_config{.out_channels = Case.output_channels}>;
-  register_16x8_row<op_type>("pointwise",
-                             conv_shape::dense(Case.height, Case.width, Case.input_channels, Case.output_channels),
-                             seed, "mosaiq::pointwise16x8 " + std::to_string(op_type::tile()) + "x16");
+  const conv_shape shape = conv_shape::dense(Case.height, Case.width, Case.input_channels, Case.output_channels);
+  register_16x8_row<op_type>("pointwise", shape, seed,
+                             "mosaiq::pointwise16x8 " + std::to_string(op_type::tile()) + "x16");
 }
 
 /// The 16x8 rows, and the i8 rows of their shapes that the 1x1 cases above do not register already.

@@ -28,8 +28,9 @@ using tools::float_range;
 /// pool, 1x1 with relu, 1x1, logistic, per-channel broadcast mul), a 1x1 expansion, a 5x5 depthwise with relu, a
 /// residual add, 2x half-pixel bilinear upsampling, an attention gate on the upsampled map, the 2x2 stride-2
 /// transposed convolution to one channel and the final logistic. "mid" is also an extra output. With `Mean` the two
-/// whole-map pools are MEAN (global_average_pool), as in the landscape model.
-template <class Input, bool Mean = false>
+/// whole-map pools are MEAN (global_average_pool), as in the landscape model. `Upsampling` is the transposed
+/// convolution's kernel (stride 2): 2x2 runs the SIMD GEMM, a larger one (overlapping taps) the reference.
+template <class Input, bool Mean = false, hw Upsampling = hw{2, 2}>
 using selfie_kinds = network<
     Input,  //
     layers::conv2d<layers::conv2d_config{
@@ -51,10 +52,10 @@ using selfie_kinds = network<
     layers::tap<"u">,                                                                             //
     std::conditional_t<Mean, layers::global_average_pool<>,
                        layers::average_pool<layers::pool_config{.kernel = {12, 10}, .stride = {12, 10}}>>,
-    layers::pointwise<layers::pointwise_config{.out_channels = 12}>,           //
-    layers::logistic<>,                                                        //
-    layers::mul<"u">,                                                          //
-    layers::transpose_conv<layers::transpose_conv_config{.out_channels = 1}>,  //
+    layers::pointwise<layers::pointwise_config{.out_channels = 12}>,                                 //
+    layers::logistic<>,                                                                              //
+    layers::mul<"u">,                                                                                //
+    layers::transpose_conv<layers::transpose_conv_config{.out_channels = 1, .kernel = Upsampling}>,  //
     layers::logistic<>>;
 using net8 = selfie_kinds<input<i8, 12, 10, 3>>;
 using net16 = net8::with_element<i16>;
@@ -63,6 +64,8 @@ using net16_single = selfie_kinds<input<i16, 12, 10, 3, rounding::single_round>>
 /// The squeeze pools as MEAN (their own output scale, TFLite's int16 MEAN), under both roundings.
 using net16_mean = selfie_kinds<input<i16, 12, 10, 3>, true>;
 using net16_mean_single = selfie_kinds<input<i16, 12, 10, 3, rounding::single_round>, true>;
+/// A 3x3 stride-2 transposed convolution: its taps overlap, so it runs reference::transpose_conv_16x8.
+using net16_overlapping = selfie_kinds<input<i16, 12, 10, 3>, false, hw{3, 3}>;
 
 static_assert(std::same_as<net16::element_type, i16>);
 static_assert(net16::output_shape == shape{24, 20, 1});
@@ -76,7 +79,7 @@ static_assert(net16::weight_bytes == [] {
   return bytes;
 }());
 // The same plan for the tensors (the same buffers, in place where the i8 network is), each twice the bytes; the
-// workspaces are the 16x8 executors' own (only the transposed convolution's int64 accumulators).
+// workspaces are the 16x8 executors' own (the stem's patches, the transposed convolution's GEMM sums).
 static_assert(test::tensors_twice_the_bytes<net8, net16>());
 static_assert(net16::macs == net8::macs);
 
@@ -176,6 +179,10 @@ TEST_CASE("network 16x8: the same under single rounding (input<..., rounding::si
   check_against_oracle<net16_single>();
 }
 
+TEST_CASE("network 16x8: a transposed convolution with overlapping taps (3x3 stride 2, the reference executor)") {
+  check_against_oracle<net16_overlapping>();
+}
+
 TEST_CASE("network 16x8: the squeeze pools as MEAN (global_average_pool), both roundings") {
   check_against_oracle<net16_mean>();
   check_against_oracle<net16_mean_single>();
@@ -195,7 +202,9 @@ TEST_CASE("network 16x8: a run poisoning dead memory gives the same output (the 
   CHECK(out == plain.output);
 }
 
-TEST_CASE("network 16x8: the 1x1 and depthwise layers run SIMD 16x8 kernels' int32 paths; a run does not allocate") {
+TEST_CASE(
+    "network 16x8: the 1x1s, the depthwise layers, the stem and the 2x2 transposed convolution run SIMD 16x8 "
+    "kernels' int32 paths; a run does not allocate") {
   const fixture<> f(7);
   const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);
   REQUIRE(w != nullptr);
@@ -212,6 +221,14 @@ TEST_CASE("network 16x8: the 1x1 and depthwise layers run SIMD 16x8 kernels' int
                              depthwise16x8<depthwise16x8_config{.kernel = {5, 5}, .pad = padding::same()}>>);
   CHECK(p->state<10>().kernel.uses_int32_path());
   CHECK(p->state<10>().kernel.channels() == 12);
+  // Layer 0, the 3x3 stride-2 stem (im2col bands and the GEMM), and layer 19, the 2x2 stride-2 transposed
+  // convolution (the GEMM to 4 columns and depth-to-space); their buffers are the layers' planned workspaces.
+  static_assert(std::same_as<decltype(p->state<0>().kernel),
+                             conv2d16x8<conv2d16x8_config{.out_channels = 8, .kernel = {3, 3}, .stride = {2, 2}}>>);
+  static_assert(
+      std::same_as<decltype(p->state<19>().kernel), transpose_conv16x8<transpose_conv16x8_config{.out_channels = 1}>>);
+  CHECK(p->state<0>().kernel.uses_int32_path());
+  CHECK(p->state<19>().kernel.uses_int32_path());
 
   test::aligned_arena arena(net16::arena_bytes);
   const std::vector<i16> q = tools::quantize_input<net16>(*w, f.samples[2]);

@@ -1,23 +1,27 @@
 // How each layer of a 16x8 (i16) network runs: TFLite's 16x8 mode, int16 activations with zero point 0, int8
-// per-channel filters, int64 biases. The pointwise and depthwise layers run SIMD 16x8 kernels (ops/pointwise16x8.hpp,
-// ops/depthwise16x8.hpp), add, mul, hard swish, logistic and bilinear resize the SIMD 16x8 element-wise kernels
-// (ops/eltwise16x8.hpp); every other executor still calls the int16 reference kernel of its op (reference/int16.hpp):
-// exact, plain scalar loops, no speed. SIMD 16x8 kernels replace them op by op, each bit-exact with the reference it
-// replaces. tools::reference_16x8<Net> runs the same references layer by layer and is the oracle these executors are
-// tested against (tests/network_16x8_test.cpp).
+// per-channel filters, int64 biases. The pointwise, depthwise and conv2d layers and the kernel == stride transposed
+// convolutions run SIMD 16x8 kernels (ops/pointwise16x8.hpp, ops/depthwise16x8.hpp, ops/conv16x8.hpp and
+// ops/transpose_conv16x8.hpp: the last two on the pointwise GEMM), add, mul, hard swish, logistic and bilinear resize
+// the SIMD 16x8 element-wise kernels (ops/eltwise16x8.hpp); every other executor still calls the int16 reference
+// kernel of its op (reference/int16.hpp): exact, plain scalar loops, no speed. SIMD 16x8 kernels replace them op by
+// op, each bit-exact with the reference it replaces. tools::reference_16x8<Net> runs the same references layer by
+// layer and is the oracle these executors are tested against (tests/network_16x8_test.cpp).
 //
 // The executor contract is net/executor.hpp's. Every executor here runs whole on one thread (no run_rows), so a 16x8
 // network has no row bands, row runs or band chains yet. The requantization parameters are built once at prepare();
-// a run does not allocate (the transposed convolution's int64 accumulators are the layer's planned workspace).
+// a run does not allocate (the GEMM layers' patches and sums, and the reference transposed convolution's int64
+// accumulators, are the layers' planned workspaces).
 //
 // Layer kinds without a 16x8 executor (max pool, nearest resize, softmax, log-softmax, concat) are refused at
 // compile time by the network (has_16x8_executor).
 #pragma once
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/quant.hpp"
@@ -26,9 +30,11 @@
 #include "mosaiq/net/executor.hpp"
 #include "mosaiq/net/layers.hpp"
 #include "mosaiq/net/reference_params.hpp"
+#include "mosaiq/ops/conv16x8.hpp"
 #include "mosaiq/ops/depthwise16x8.hpp"
 #include "mosaiq/ops/eltwise16x8.hpp"
 #include "mosaiq/ops/pointwise16x8.hpp"
+#include "mosaiq/ops/transpose_conv16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -72,20 +78,36 @@ struct conv_executor_16x8 : plain_executor {
   }
 };
 
-/// Conv-like layers on a SIMD 16x8 kernel (ops/pointwise16x8.hpp, ops/depthwise16x8.hpp), built once at prepare():
-/// its packed weights live in the state, so a run neither packs nor allocates. Bit-exact with the layer's int64
-/// reference whatever the network's rounding (the kernels' single-rounding epilogue is the 16x8 mode's Q15 one); a
-/// layer whose accumulators could leave int32 runs that reference inside the kernel.
+/// A 16x8 kernel that needs a workspace (a patch or sum buffer) says how many bytes for an input shape.
+template <class Kernel>
+concept kernel_with_workspace_16x8 = requires(shape in) {
+  { Kernel::workspace_bytes(in) } -> std::convertible_to<std::size_t>;
+};
+
+/// Conv-like layers on a SIMD 16x8 kernel (ops/pointwise16x8.hpp, ops/depthwise16x8.hpp, ops/conv16x8.hpp,
+/// ops/transpose_conv16x8.hpp) built once at prepare() from (filter, bias, input channels, requant): its packed
+/// weights live in the state, a patch or sum buffer in the layer's workspace, so a run neither packs nor allocates.
+/// Bit-exact with the layer's int64 reference whatever the network's rounding (the kernels' single-rounding epilogue
+/// is the 16x8 mode's Q15 one); a layer whose accumulators could leave int32 runs that reference inside the kernel.
 template <class Kernel, int InputChannels, activation Act>
 struct kernel_executor_16x8 : plain_executor {
   using kernel = Kernel;
   using state = kernel_state<Kernel>;
+  static constexpr std::size_t scratch_bytes(shape in, shape) noexcept {
+    if constexpr (kernel_with_workspace_16x8<Kernel>)
+      return Kernel::workspace_bytes(in);
+    else
+      return 0;
+  }
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 1>& in) {
     return {Kernel(w.filter.data(), w.bias.data(), InputChannels, conv_requant_16x8_for(w, in, Act)), w.output};
   }
-  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    s.kernel(in[0], out);
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte> scratch) {
+    if constexpr (kernel_with_workspace_16x8<Kernel>)
+      s.kernel(in[0], out, scratch);
+    else
+      s.kernel(in[0], out);
   }
 };
 
@@ -111,13 +133,15 @@ struct in_place_executor_16x8 : plain_executor {
 
 }  // namespace detail
 
+/// On ops/conv16x8.hpp (im2col bands into the workspace, the 16x8 pointwise GEMM).
 template <layers::conv2d_config C, rounding R, shape In, shape Out>
-struct executor<layers::conv2d<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
-  static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
-                  std::span<std::byte>) {
-    reference::conv2d_16x8(in[0], s.filter, s.bias, out, detail::conv2d_params_of(C), s.requant);
-  }
-};
+struct executor<layers::conv2d<C>, i16, R, In, Out>
+    : detail::kernel_executor_16x8<conv2d16x8<conv2d16x8_config{.out_channels = C.out_channels,
+                                                                .kernel = C.kernel,
+                                                                .stride = C.stride,
+                                                                .dilation = C.dilation,
+                                                                .pad = C.pad}>,
+                                   In.channels, C.act> {};
 
 /// On the SIMD 16x8 kernel (ops/depthwise16x8.hpp), built once at prepare() (detail::kernel_executor_16x8).
 template <layers::depthwise_config C, rounding R, shape In, shape Out>
@@ -143,20 +167,34 @@ struct executor<layers::pointwise<C>, i16, R, In, Out>
     : detail::kernel_executor_16x8<pointwise16x8<pointwise16x8_config{.out_channels = C.out_channels}>, In.channels,
                                    C.act> {};
 
+namespace detail {
+
 /// reference::transpose_conv_16x8 with its int64 accumulators in the layer's workspace, so a run does not allocate.
-template <layers::transpose_conv_config C, rounding R, shape In, shape Out>
-struct executor<layers::transpose_conv<C>, i16, R, In, Out> : detail::conv_executor_16x8<C.act> {
+template <layers::transpose_conv_config C, shape Out>
+struct transpose_conv_reference_executor_16x8 : conv_executor_16x8<C.act> {
   static constexpr std::size_t scratch_bytes(shape, shape out) noexcept {
     return out.elements() * sizeof(std::int64_t);
   }
-  static void run(const detail::conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
+  static void run(const conv_state_16x8& s, const input_views<i16, 1>& in, tensor_view<i16> out,
                   std::span<std::byte> scratch) {
     // The arena and its workspace slices are 64-byte aligned (network.hpp): int64 storage.
     const std::span<std::int64_t> accumulators(reinterpret_cast<std::int64_t*>(scratch.data()), Out.elements());
-    reference::transpose_conv_16x8(in[0], s.filter, s.bias, out, detail::transpose_conv_params_of(C), s.requant,
-                                   accumulators);
+    reference::transpose_conv_16x8(in[0], s.filter, s.bias, out, transpose_conv_params_of(C), s.requant, accumulators);
   }
 };
+
+}  // namespace detail
+
+/// kernel == stride (the upsampling form) on ops/transpose_conv16x8.hpp (the 16x8 pointwise GEMM to KH * KW * Cout
+/// columns, then depth-to-space); overlapping taps on the reference.
+template <layers::transpose_conv_config C, rounding R, shape In, shape Out>
+struct executor<layers::transpose_conv<C>, i16, R, In, Out>
+    : std::conditional_t<
+          transpose_conv16x8_supports(C.kernel, C.stride),
+          detail::kernel_executor_16x8<transpose_conv16x8<transpose_conv16x8_config{
+                                           .out_channels = C.out_channels, .kernel = C.kernel, .stride = C.stride}>,
+                                       In.channels, C.act>,
+          detail::transpose_conv_reference_executor_16x8<C, Out>> {};
 
 /// Average pools keep the input quantization (TFLite requires it); the scale only sets a fused activation's clamp.
 template <layers::pool_config C, rounding R, shape In, shape Out>

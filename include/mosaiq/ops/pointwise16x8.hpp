@@ -97,6 +97,8 @@ class pointwise16x8 {
                 const reference::conv_requant_16x8& q) {
     load(filter, bias, input_channels, q);
   }
+  /// A layer with no weights (ready() false): what a layer built on this one holds when its own checks failed.
+  pointwise16x8() = default;
 
   bool ready() const noexcept { return ready_; }
   int input_channels() const noexcept { return channels_; }
