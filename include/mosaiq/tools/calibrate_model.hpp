@@ -106,7 +106,8 @@ using rgb_loader = std::function<std::optional<rgb_image>(const std::string& pat
 
 /// The calibrator's command line: FLOAT_WEIGHTS OUT_BLOB [--percentile P] [--mse-u8-filters] [--keep-saturated-ranges]
 /// IMAGE... Reads the float weights mosaiq-import wrote for Net, calibrates on the images and writes Net's weights
-/// blob. Returns the process exit code (0 on success); says what failed on stderr.
+/// blob. Returns the process exit code (0 on success); says what failed on stderr. An i16 (16x8) network refuses
+/// --mse-u8-filters and --keep-saturated-ranges: its filters are int8 per channel and its ranges are not clipped.
 template <class Net>
 int calibrator_main(int argc, char** argv, const rgb_loader& load) {
   const auto fail = [](const std::string& what) {
@@ -130,6 +131,9 @@ int calibrator_main(int argc, char** argv, const rgb_loader& load) {
       images.emplace_back(arg);
     }
   }
+  if (std::same_as<typename Net::element_type, i16> &&
+      (options.u8_filters != weight_range::min_max || !options.clip_to_readers))
+    return fail("--mse-u8-filters and --keep-saturated-ranges are for 8-bit networks; this one is 16x8 (i16)");
   const auto float_file = detail::read_bytes(argv[1]);
   if (!float_file) return fail(std::string("cannot read ") + argv[1]);
   auto fw = std::make_unique<float_weights<Net>>();
