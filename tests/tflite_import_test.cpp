@@ -403,6 +403,31 @@ TEST_CASE("--type i16x8: a float model lowers to the int8 layer list, spelled wi
   CHECK(refused.error().find("a 16x8 (i16) network has no max_pool layer yet (operator 1 (MAX_POOL_2D)") == 0);
 }
 
+TEST_CASE("--type i16x8: the importer's 16x8 layer kinds are the kinds with a 16x8 executor") {
+  namespace L = mosaiq::layers;
+  const auto agree = []<class Layer>() {
+    CHECK_MESSAGE(tfl::has_16x8_layer(Layer::kind) == mosaiq::has_16x8_executor<Layer>, Layer::kind);
+  };
+  agree.operator()<L::conv2d<L::conv2d_config{.out_channels = 4}>>();
+  agree.operator()<L::depthwise<>>();
+  agree.operator()<L::pointwise<L::pointwise_config{.out_channels = 4}>>();
+  agree.operator()<L::transpose_conv<L::transpose_conv_config{.out_channels = 1}>>();
+  agree.operator()<L::average_pool<>>();
+  agree.operator()<L::max_pool<>>();
+  agree.operator()<L::global_average_pool<>>();
+  agree.operator()<L::resize_bilinear<>>();
+  agree.operator()<L::resize_nearest<>>();
+  agree.operator()<L::softmax<>>();
+  agree.operator()<L::log_softmax<>>();
+  agree.operator()<L::logistic<>>();
+  agree.operator()<L::hard_swish<>>();
+  agree.operator()<L::add<"t">>();
+  agree.operator()<L::mul<"t">>();
+  agree.operator()<L::concat<"a", "b">>();
+  for (const char* kind : {"tap", "output", "from"}) CHECK(tfl::has_16x8_layer(kind));
+  CHECK_FALSE(tfl::has_16x8_layer("conv"));
+}
+
 TEST_CASE("a float model's extra output becomes an output layer, which the twin's calibration treats as a tap") {
   files::model_spec spec = float_gate_model();
   spec.outputs = {3, 6};  // the conv output too, before run()'s

@@ -675,10 +675,6 @@ result<emitted_network> lower_float(const graph& g, element_type element) {
   }
 }
 
-namespace {
-
-/// The layer kinds a 16x8 network takes: those with a 16x8 executor (net/executor_16x8.hpp's has_16x8_executor;
-/// the importer builds no network type to ask) and the layers that only name tensors.
 bool has_16x8_layer(std::string_view kind) {
   static constexpr std::array<std::string_view, 14> kinds = {"conv2d",
                                                              "depthwise",
@@ -696,8 +692,6 @@ bool has_16x8_layer(std::string_view kind) {
                                                              "from"};
   return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
 }
-
-}  // namespace
 
 result<emitted_network> lower_float_16x8(const graph& g) {
   auto net = lower_float(g, element_type::int8);

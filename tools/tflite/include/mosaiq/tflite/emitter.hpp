@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mosaiq/tflite/graph.hpp"
@@ -68,6 +69,11 @@ result<emitted_network> lower_float(const graph& g, element_type element);
 /// Lowers a float32 graph for a 16x8 (i16) network: lower_float's int8 layer list, which a 16x8 network runs with
 /// int16 activations (net/executor_16x8.hpp). A layer kind without a 16x8 executor is refused, named with its source.
 result<emitted_network> lower_float_16x8(const graph& g);
+
+/// Whether a 16x8 network takes layers of `kind` (network blobs' names: "conv2d", "tap", ...): the kinds with a
+/// 16x8 executor (net/executor_16x8.hpp's has_16x8_executor; the importer builds no network type to ask, and
+/// tflite_import_test checks the two agree) and the layers that only name tensors.
+bool has_16x8_layer(std::string_view kind);
 
 /// The pattern passes that lead to layers mosaiq has: activation fusion (and, for float graphs, batch norm folding
 /// and hard-swish recognition). Squeeze-and-excitation blocks stay as their ops (pool, 1x1s, logistic, mul), which
