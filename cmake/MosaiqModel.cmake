@@ -1,4 +1,4 @@
-# mosaiq_add_model(<target> MODEL <file.tflite> [TYPE i8|u8] [NAME <name>] [CALIBRATION <image>...]
+# mosaiq_add_model(<target> MODEL <file.tflite> [TYPE i8|u8|i16x8] [NAME <name>] [CALIBRATION <image>...]
 #                  [OUTPUT_DIR <dir>] [MAX_THREADS <n>])
 #
 # Runs mosaiq-import on the model at build time (again whenever the model or the importer changes) and makes the
@@ -14,8 +14,10 @@
 # then writes the header and the float weights <name>.float.mosaiq (the path is MOSAIQ_MODEL_<NAME>_FLOAT_WEIGHTS),
 # and a calibrator generated for the header (mosaiq_calibrate_<name>, cmake/MosaiqCalibrator.cpp.in) runs the float
 # network on the photos (resized to the input, / 255) and writes the quantized <name>.mosaiq: TYPE i8 (the default)
-# quantizes filters per channel, u8 per tensor. CALIBRATION_OPTIONS go to the calibrator (--percentile P: clip
-# ranges at a percentile instead of min/max; --mse-u8-filters: MSE-best u8 filter ranges).
+# quantizes filters per channel, u8 per tensor; i16x8 makes a 16x8 network (TFLite's 16x8 mode: `<name>::network`'s
+# element is mosaiq::i16, int16 activations with zero point 0, int8 per-channel filters, int64 biases; a float model
+# only). CALIBRATION_OPTIONS go to the calibrator (--percentile P: clip ranges at a percentile instead of min/max;
+# --mse-u8-filters: MSE-best u8 filter ranges).
 set(MOSAIQ_CALIBRATOR_SOURCE ${CMAKE_CURRENT_LIST_DIR}/MosaiqCalibrator.cpp.in)
 function(mosaiq_add_model target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "MODEL;TYPE;NAME;OUTPUT_DIR;MAX_THREADS" "CALIBRATION;CALIBRATION_OPTIONS")
@@ -25,8 +27,8 @@ function(mosaiq_add_model target)
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "mosaiq_add_model(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
-  if(arg_TYPE AND NOT arg_TYPE MATCHES "^(i8|u8)$")
-    message(FATAL_ERROR "mosaiq_add_model(${target}): TYPE is i8 or u8, not ${arg_TYPE}")
+  if(arg_TYPE AND NOT arg_TYPE MATCHES "^(i8|u8|i16x8)$")
+    message(FATAL_ERROR "mosaiq_add_model(${target}): TYPE is i8, u8 or i16x8, not ${arg_TYPE}")
   endif()
   if(TARGET mosaiq-import)
     set(importer mosaiq-import)

@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -270,15 +272,83 @@ TEST_CASE("network 16x8: weights blob round trip; a blob of the i8 network is re
   CHECK(loaded->layer<0>().bias == w->layer<0>().bias);
   CHECK(loaded->layer<0>().filter == w->layer<0>().filter);
   const auto p = std::make_unique<net16::prepared>(net16::prepare(*loaded));
-  CHECK(run_network(*p, *loaded, f.samples[1]).output == run_network(net16::prepare(*w), *w, f.samples[1]).output);
+  const auto expected = std::make_unique<net16::prepared>(net16::prepare(*w));
+  for (const auto& sample : f.samples) {
+    const network_run got = run_network(*p, *loaded, sample), want = run_network(*expected, *w, sample);
+    CHECK(got.output == want.output);
+    CHECK(got.mid == want.mid);
+  }
 
-  // The i8 network's blob has the same layer list and shapes but another element type (and sizes).
+  // The i8 network's blob has the same layer list and shapes but another element type (and sizes), and the other
+  // way round: each names the blob's element.
   test::recording_handler errors;
   std::vector<std::byte> blob8(net8::blob_bytes);
   const auto w8 = std::make_unique<net8::weights>();
   REQUIRE(net8::save(*w8, blob8) == net8::blob_bytes);
   CHECK_FALSE(net16::load(blob8, *loaded));
   CHECK(errors.last() == errc::blob_mismatch);
+  CHECK(errors.last_message() == "network::load: the blob is for an i8 network, not this network's element type");
+  CHECK_FALSE(net8::load(blob, *w8));
+  CHECK(errors.last_message() ==
+        "network::load: the blob is for an i16 (16x8) network, not this network's element type");
+  CHECK_FALSE(net16_single::load(blob, *std::make_unique<net16_single::weights>()));
+  CHECK(errors.last_message() == "network::load: blob for another rounding mode");
+  CHECK(loaded->layer<0>().bias == w->layer<0>().bias);  // untouched by the refusals
+}
+
+TEST_CASE("network 16x8: a truncated or corrupt blob is refused with what differs, and leaves the weights untouched") {
+  const fixture<> f(7);
+  const auto w = tools::quantize_network<net16>(*f.fw, f.ranges);
+  REQUIRE(w != nullptr);
+  std::vector<std::byte> blob(net16::blob_bytes);
+  REQUIRE(net16::save(*w, blob) == net16::blob_bytes);
+  const auto loaded = std::make_unique<net16::weights>(*w);
+  test::recording_handler errors;
+  const auto refused = [&](std::span<const std::byte> bytes, std::string_view message) {
+    errors.reset();
+    CHECK_FALSE(net16::load(bytes, *loaded));
+    CHECK(errors.calls() == 1);
+    CHECK(errors.last() == errc::blob_mismatch);
+    CHECK(errors.last_message() == message);
+  };
+  const std::string_view not_a_blob = "network::load: not a mosaiq weights blob (no MOSAIQNW header)";
+  refused({}, not_a_blob);
+  refused(std::span(blob).first(20), not_a_blob);
+  refused(std::span(blob).first(blob.size() - 1),
+          "network::load: blob size differs from blob_bytes (truncated, or for another layer list)");
+  std::vector<std::byte> longer = blob;
+  longer.push_back(std::byte{0});
+  refused(longer, "network::load: blob size differs from blob_bytes (truncated, or for another layer list)");
+  const auto flipped = [&](std::size_t at) {
+    std::vector<std::byte> bytes = blob;
+    bytes[at] ^= std::byte{0x20};
+    return bytes;
+  };
+  refused(flipped(0), not_a_blob);                                                        // the magic
+  refused(flipped(8), "network::load: blob of another format version");                   // the version
+  refused(flipped(12), "network::load: blob written in another byte order");              // the byte order
+  refused(flipped(16), "network::load: blob of an unknown element type");                 // the element
+  refused(flipped(20), "network::load: blob for another rounding mode");                  // the rounding
+  refused(flipped(24), "network::load: blob header names another layer list or shapes");  // the layer count
+  refused(flipped(48), "network::load: blob header names another layer list or shapes");  // the first layer's kind
+  CHECK(loaded->layer<0>().bias == w->layer<0>().bias);
+  CHECK(loaded->input == w->input);
+
+  // A payload the header checks cannot see: a non-zero zero point, a NaN or zero scale. load() takes the bytes;
+  // prepare() refuses the quantization (its kernels then refuse to run).
+  for (const auto& corrupt : {+[](net16::weights& c) { c.layer<0>().output.zero_point = 1; },
+                              +[](net16::weights& c) { c.layer<0>().filter_scales[2] = std::nanf(""); },
+                              +[](net16::weights& c) { c.layer<1>().output.scale = 0.0f; },
+                              +[](net16::weights& c) { c.input.scale = -1.0f; }}) {
+    auto bad = std::make_unique<net16::weights>(*w);
+    corrupt(*bad);
+    REQUIRE(net16::save(*bad, blob) == net16::blob_bytes);
+    errors.reset();
+    REQUIRE(net16::load(blob, *loaded));
+    const auto p = std::make_unique<net16::prepared>(net16::prepare(*loaded));
+    CHECK(errors.calls() >= 1);
+    CHECK(errors.last() == errc::invalid_argument);
+  }
 }
 
 TEST_CASE("network 16x8: a non-zero zero point is refused at quantize and at prepare") {

@@ -3,7 +3,9 @@
 // quantized by tools::quantize_network from the float weights mosaiq-import wrote and min/max ranges calibrated on
 // face-api's six demo photos, run through Net::run on each photo. Every output value equals tools::reference_16x8's
 // on the same network type (the oracle), and the 256x256 mask meets issue 19's bounds against the float twin
-// (IoU >= 0.97, mean |dp| <= 0.02 over the six photos).
+// (IoU >= 0.97, mean |dp| <= 0.02 over the six photos). The 256x256 model generated at build time as an i16 network
+// (mosaiq_add_model TYPE i16x8: selfie_256_i16.hpp and its blob) is the same type, and its blob holds the weights
+// quantized here, byte for byte.
 // Part of selfie_accuracy_test's binary (tests/CMakeLists.txt), which provides the generated header and the photos;
 // without them this file compiles to nothing.
 #ifndef MOSAIQ_SELFIE_ABSENT
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdio>
 #include <memory>
@@ -24,6 +27,7 @@
 #include "mosaiq/net.hpp"
 #include "mosaiq/tools.hpp"
 #include "selfie_144x256_i8.hpp"
+#include "selfie_256_i16.hpp"
 #include "selfie_256_i8.hpp"
 #include "support.hpp"
 
@@ -32,6 +36,8 @@ namespace {
 namespace tools = mosaiq::tools;
 using net16 = selfie_256_i8::network::with_element<mosaiq::i16>;
 using landscape16 = selfie_144x256_i8::network::with_element<mosaiq::i16>;
+// mosaiq-import --type i16x8 spells the int8 network's layers with mosaiq::i16 as the element.
+static_assert(std::same_as<selfie_256_i16::network, net16>);
 static_assert(mosaiq::test::tensors_twice_the_bytes<selfie_256_i8::network, net16>());
 static_assert(mosaiq::test::tensors_twice_the_bytes<selfie_144x256_i8::network, landscape16>());
 
@@ -83,7 +89,30 @@ struct i16_model {
 
 }  // namespace
 
-TEST_CASE("selfie segmentation 256x256 as an i16 network: equal to reference_16x8, and within issue 19's bounds") {
+/// The weights blob mosaiq_add_model(... TYPE i16x8) generated at build time: equal byte for byte to `weights` saved,
+/// and the network loaded from it gives `expected` on `input`.
+template <class Net>
+void check_generated_blob(const char* path, const typename Net::weights& weights, std::span<const float> input,
+                          std::span<const mosaiq::i16> expected) {
+  const auto blob = tools::detail::read_bytes(path);
+  REQUIRE_MESSAGE(blob.has_value(), "cannot read ", path);
+  std::vector<std::byte> saved(Net::blob_bytes);
+  REQUIRE(Net::save(weights, saved) == Net::blob_bytes);
+  CHECK(*blob == saved);
+  auto loaded = std::make_unique<typename Net::weights>();
+  REQUIRE(Net::load(*blob, *loaded));
+  const auto prepared = std::make_unique<typename Net::prepared>(Net::prepare(*loaded));
+  mosaiq::test::aligned_arena arena{Net::arena_bytes};
+  const std::vector<mosaiq::i16> q = tools::quantize_input<Net>(*loaded, input);
+  std::vector<mosaiq::i16> output(Net::output_shape.elements());
+  Net::run(*prepared, mosaiq::tensor_view<const mosaiq::i16>(q.data(), Net::input_shape),
+           mosaiq::tensor_view<mosaiq::i16>(output.data(), Net::output_shape), arena.bytes);
+  CHECK(std::ranges::equal(output, expected));
+}
+
+TEST_CASE(
+    "selfie segmentation 256x256 as an i16 network: equal to reference_16x8, and within issue 19's bounds; the "
+    "network generated with TYPE i16x8 equal to it") {
   // The 16x8 plan: every tensor twice the i8 network's bytes (no GEMM workspace: the 1x1 kernel reads its int16 inputs
   // in place).
   std::printf("selfie_256 i16 network: arena %zu B, peak live %zu B (i8: %zu / %zu), weights %llu B\n",
@@ -116,6 +145,9 @@ TEST_CASE("selfie segmentation 256x256 as an i16 network: equal to reference_16x
   std::printf("selfie_256 i16 network mean over 6 photos: IoU %.4f, mean |dp| %.4f\n", iou, difference);
   CHECK(iou >= 0.97);
   CHECK(difference <= 0.02);
+
+  // model.output is the last photo's.
+  check_generated_blob<net16>(MOSAIQ_MODEL_SELFIE_256_I16_WEIGHTS, *model.weights, model.inputs.back(), model.output);
 }
 
 // The landscape model's squeeze pools are MEAN (global_average_pool): its i16 network equals the oracle on the six

@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -60,20 +61,24 @@ class recording_handler {
   int calls() const { return state().calls; }
   /// The code of the latest of them (errc::ok if none).
   errc last() const { return state().last; }
+  /// Its message ("" if none).
+  std::string_view last_message() const { return state().message; }
   void reset() { state() = {}; }
 
  private:
   struct recorded {
     int calls = 0;
     errc last = errc::ok;
+    const char* message = "";
   };
   static recorded& state() {
     static recorded r;
     return r;
   }
-  static void record(errc code, const char*, mosaiq::source_location) {
+  static void record(errc code, const char* message, mosaiq::source_location) {
     ++state().calls;
     state().last = code;
+    state().message = message;
   }
 
   error_handler previous_;

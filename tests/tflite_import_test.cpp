@@ -370,6 +370,64 @@ TEST_CASE("a float model lowers to the same layer list, with its float weights a
   CHECK(refused.error() == "input 'x' [1,2,2,3] is uint8; float import needs a float32 input");
 }
 
+TEST_CASE("--type i16x8: a float model lowers to the int8 layer list, spelled with mosaiq::i16; others refused") {
+  const files::model_spec spec = float_gate_model();
+  tfl::graph graph = read_graph(files::write(spec));
+  tfl::apply_emitter_patterns(graph);
+  const auto net = tfl::lower_float_16x8(graph);
+  REQUIRE_MESSAGE(net.ok(), net.error());
+  const auto net8 = tfl::lower_float(graph, tfl::element_type::int8);
+  REQUIRE(net8.ok());
+  CHECK(net.value().sixteen_by_eight);
+  CHECK_FALSE(net8.value().sixteen_by_eight);
+  REQUIRE(net.value().layers.size() == net8.value().layers.size());
+  for (std::size_t i = 0; i < net8.value().layers.size(); ++i)
+    CHECK(net.value().layers[i].spelling == net8.value().layers[i].spelling);
+  // The float weights do not depend on the element: the int8 network's file, which the i16 twin reads too.
+  CHECK(tfl::emit_float_weights(net.value()) == tfl::emit_float_weights(net8.value()));
+  const std::string header = tfl::emit_header(net.value(), "gate", "gate.tflite", "gate.mosaiq");
+  CHECK(header.find("    mosaiq::input<mosaiq::i16, 4, 4, 3>,") != std::string::npos);
+  CHECK(header.find("TFLite's 16x8 mode") != std::string::npos);
+  CHECK(
+      tfl::emit_header(net8.value(), "gate", "gate.tflite", "gate.mosaiq").find("mosaiq::input<mosaiq::i8, 4, 4, 3>") !=
+      std::string::npos);
+
+  // A layer kind without a 16x8 executor: the whole-map pool as MAX_POOL_2D.
+  files::model_spec max_spec = float_gate_model();
+  max_spec.ops[1].code = files::codes::max_pool;
+  tfl::graph max_graph = read_graph(files::write(max_spec));
+  tfl::apply_emitter_patterns(max_graph);
+  REQUIRE(tfl::lower_float(max_graph, tfl::element_type::int8).ok());
+  const auto refused = tfl::lower_float_16x8(max_graph);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().find("a 16x8 (i16) network has no max_pool layer yet (operator 1 (MAX_POOL_2D)") == 0);
+}
+
+TEST_CASE("--type i16x8: the importer's 16x8 layer kinds are the kinds with a 16x8 executor") {
+  namespace L = mosaiq::layers;
+  const auto agree = []<class Layer>() {
+    CHECK_MESSAGE(tfl::has_16x8_layer(Layer::kind) == mosaiq::has_16x8_executor<Layer>, Layer::kind);
+  };
+  agree.operator()<L::conv2d<L::conv2d_config{.out_channels = 4}>>();
+  agree.operator()<L::depthwise<>>();
+  agree.operator()<L::pointwise<L::pointwise_config{.out_channels = 4}>>();
+  agree.operator()<L::transpose_conv<L::transpose_conv_config{.out_channels = 1}>>();
+  agree.operator()<L::average_pool<>>();
+  agree.operator()<L::max_pool<>>();
+  agree.operator()<L::global_average_pool<>>();
+  agree.operator()<L::resize_bilinear<>>();
+  agree.operator()<L::resize_nearest<>>();
+  agree.operator()<L::softmax<>>();
+  agree.operator()<L::log_softmax<>>();
+  agree.operator()<L::logistic<>>();
+  agree.operator()<L::hard_swish<>>();
+  agree.operator()<L::add<"t">>();
+  agree.operator()<L::mul<"t">>();
+  agree.operator()<L::concat<"a", "b">>();
+  for (const char* kind : {"tap", "output", "from"}) CHECK(tfl::has_16x8_layer(kind));
+  CHECK_FALSE(tfl::has_16x8_layer("conv"));
+}
+
 TEST_CASE("a float model's extra output becomes an output layer, which the twin's calibration treats as a tap") {
   files::model_spec spec = float_gate_model();
   spec.outputs = {3, 6};  // the conv output too, before run()'s

@@ -2,6 +2,7 @@
 #include "mosaiq/tflite/emitter.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "detail.hpp"
 #include "mosaiq/tflite/patterns.hpp"
@@ -673,6 +675,35 @@ result<emitted_network> lower_float(const graph& g, element_type element) {
   }
 }
 
+bool has_16x8_layer(std::string_view kind) {
+  static constexpr std::array<std::string_view, 14> kinds = {"conv2d",
+                                                             "depthwise",
+                                                             "pointwise",
+                                                             "transpose_conv",
+                                                             "average_pool",
+                                                             "global_average_pool",
+                                                             "resize_bilinear",
+                                                             "logistic",
+                                                             "hard_swish",
+                                                             "add",
+                                                             "mul",
+                                                             "tap",
+                                                             "output",
+                                                             "from"};
+  return std::find(kinds.begin(), kinds.end(), kind) != kinds.end();
+}
+
+result<emitted_network> lower_float_16x8(const graph& g) {
+  auto net = lower_float(g, element_type::int8);
+  if (!net) return net;
+  for (const emitted_layer& layer : net.value().layers)
+    if (!has_16x8_layer(layer.kind))
+      return result<emitted_network>::failure("a 16x8 (i16) network has no " + layer.kind + " layer yet (" +
+                                              layer.comment + "); import it as --type i8 or u8");
+  net.value().sixteen_by_eight = true;
+  return net;
+}
+
 void apply_emitter_patterns(graph& g) {
   fold_batch_norm(g);
   recognise_hard_swish(g);
@@ -687,6 +718,9 @@ std::string emit_header(const emitted_network& net, const std::string& name, con
   if (net.from_float)
     out << "// A float model: the quantization in " << blob_name << " comes from calibration images\n"
         << "// (mosaiq_add_model CALIBRATION), its float weights from the file tools::load_float_weights reads.\n";
+  if (net.sixteen_by_eight)
+    out << "// TFLite's 16x8 mode (--type i16x8): int16 activations with zero point 0, int8 per-channel filters and\n"
+        << "// int64 biases (tools/quantize_16x8.hpp); the layers are those of the model's int8 network.\n";
   out << "// run() writes the output " << net.output_comment << ".\n";
   if (!net.extra_outputs.empty()) {
     out << "// Extra outputs, read after run() with network::output_view<\"name\">(arena) (valid until the arena is\n"
@@ -698,7 +732,9 @@ std::string emit_header(const emitted_network& net, const std::string& name, con
       << "#pragma once\n\n#include \"mosaiq/net.hpp\"\n\nnamespace " << name << " {\n\n"
       << "inline constexpr const char* weights_file = \"" << blob_name << "\";\n\n"
       << "using network = mosaiq::network<\n";
-  const char* element = net.element == element_type::uint8 ? "mosaiq::u8" : "mosaiq::i8";
+  const char* element = net.sixteen_by_eight                 ? "mosaiq::i16"
+                        : net.element == element_type::uint8 ? "mosaiq::u8"
+                                                             : "mosaiq::i8";
   out << "    mosaiq::input<" << element << ", " << net.input_shape[0] << ", " << net.input_shape[1] << ", "
       << net.input_shape[2] << ">";
   if (options.max_threads > 1) out << "::with_max_threads<" << options.max_threads << ">";

@@ -1,10 +1,11 @@
 // mosaiq-import MODEL.tflite --out-header NET.hpp (--out-weights NET.mosaiq | --out-float-weights NET.float.mosaiq)
-//               [--type i8|u8] [--name NAME] [--max-threads N]
+//               [--type i8|u8|i16x8] [--name NAME] [--max-threads N]
 // Reads a TFLite model, applies the pattern passes and writes the header that defines its static network type and
 // its weights. Quantized (uint8/int8) models keep their scales and zero points and give the weights blob the
 // network's load() reads (--out-weights); --type, when given, must name their element type. Float models give the
 // float weights file (--out-float-weights) that a calibrator built against the header quantizes on images into that
-// blob (mosaiq_add_model's CALIBRATION; --type i8 by default, u8 for per-tensor uint8). Errors name the operator
+// blob (mosaiq_add_model's CALIBRATION; --type i8 by default, u8 for per-tensor uint8, i16x8 for TFLite's 16x8 mode:
+// int16 activations, int8 filters, the header's element mosaiq::i16). Errors name the operator
 // index, its op and the reason. --max-threads N (1 by default) builds the network for runs on up to N threads.
 #include <charconv>
 #include <cstdio>
@@ -40,7 +41,7 @@ bool parse_threads(std::string_view text, int& threads) {
 int usage(const char* program) {
   std::fprintf(stderr,
                "usage: %s MODEL.tflite --out-header NET.hpp (--out-weights NET.mosaiq | --out-float-weights FILE)\n"
-               "       [--type i8|u8] [--name NAME] [--max-threads N]\n"
+               "       [--type i8|u8|i16x8] [--name NAME] [--max-threads N]\n"
                "  --out-weights        quantized models: the weights blob NET::network::load reads\n"
                "  --out-float-weights  float models: the float weights a calibrator quantizes (mosaiq_add_model)\n"
                "  --max-threads        the network runs on up to N threads (1..%d; default 1)\n",
@@ -79,7 +80,7 @@ bool parse(int argc, char** argv, arguments& args) {
     if (!ok) return false;
   }
   return !args.model.empty() && !args.header.empty() && (args.weights.empty() != args.float_weights.empty()) &&
-         (args.type.empty() || args.type == "i8" || args.type == "u8");
+         (args.type.empty() || args.type == "i8" || args.type == "u8" || args.type == "i16x8");
 }
 
 bool write_file(const std::string& path, const void* data, std::size_t size) {
@@ -105,6 +106,7 @@ tfl::result<tfl::emitted_network> import(const arguments& args) {
       return failure::failure(
           "the model is float: it needs calibration images to be quantized (mosaiq_add_model ... CALIBRATION "
           "images...; on the command line --out-float-weights, then the calibrator)");
+    if (args.type == "i16x8") return tfl::lower_float_16x8(graph.value());
     return tfl::lower_float(graph.value(), args.type == "u8" ? tfl::element_type::uint8 : tfl::element_type::int8);
   }
   if (args.weights.empty())

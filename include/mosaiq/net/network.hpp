@@ -1478,15 +1478,18 @@ class network {
     return out.position;
   }
 
-  /// Reads a blob written by save() for this network into `w`. A blob for another layer list,
-  /// shape or element type is reported as errc::blob_mismatch and leaves `w` untouched.
+  /// Reads a blob written by save() for this network into `w`. A blob that is not a weights blob, or is for
+  /// another element type (u8, i8, i16), rounding, layer list or shape, or is truncated, is reported as
+  /// errc::blob_mismatch with what differs, and leaves `w` untouched.
   static bool load(std::span<const std::byte> blob, weights& w) {
     std::array<std::byte, header_bytes> expected{};
     detail::byte_writer header{expected.data()};
     write_header(header);
-    if (!require(blob.size() == blob_bytes, errc::blob_mismatch, "network::load: blob size differs from blob_bytes") ||
+    if (!check_blob_prefix(blob, expected) ||
+        !require(blob.size() == blob_bytes, errc::blob_mismatch,
+                 "network::load: blob size differs from blob_bytes (truncated, or for another layer list)") ||
         !require(std::memcmp(blob.data(), expected.data(), header_bytes) == 0, errc::blob_mismatch,
-                 "network::load: blob header names another layer list, shape or element type"))
+                 "network::load: blob header names another layer list or shapes"))
       return false;
     detail::byte_reader in{blob.data(), header_bytes};
     in.field(w.input);
@@ -1497,12 +1500,34 @@ class network {
   }
 
  private:
+  // The header's first fields: magic (8 bytes), then version, byte order, element, rounding as uint32.
+  static constexpr std::size_t prefix_words = 4, prefix_bytes = 8 + 4 * prefix_words;
+  static constexpr std::uint32_t element_code = std::is_same_v<T, u8> ? 0 : std::is_same_v<T, i8> ? 1 : 2;
+
+  /// Whether `blob` starts as this network's blobs do; says what differs otherwise (the element by name, so that
+  /// an 8-bit blob given to a 16x8 network, or the reverse, says so).
+  static bool check_blob_prefix(std::span<const std::byte> blob, const std::array<std::byte, header_bytes>& expected) {
+    if (!require(blob.size() >= prefix_bytes && std::memcmp(blob.data(), expected.data(), 8) == 0, errc::blob_mismatch,
+                 "network::load: not a mosaiq weights blob (no MOSAIQNW header)"))
+      return false;
+    std::array<std::uint32_t, prefix_words> got{}, want{};
+    std::memcpy(got.data(), blob.data() + 8, sizeof got);
+    std::memcpy(want.data(), expected.data() + 8, sizeof want);
+    constexpr std::array<const char*, 3> element_messages = {
+        "network::load: the blob is for a u8 network, not this network's element type",
+        "network::load: the blob is for an i8 network, not this network's element type",
+        "network::load: the blob is for an i16 (16x8) network, not this network's element type"};
+    return require(got[0] == want[0], errc::blob_mismatch, "network::load: blob of another format version") &&
+           require(got[1] == want[1], errc::blob_mismatch, "network::load: blob written in another byte order") &&
+           require(got[2] == want[2], errc::blob_mismatch,
+                   got[2] < element_messages.size() ? element_messages[got[2]]
+                                                    : "network::load: blob of an unknown element type") &&
+           require(got[3] == want[3], errc::blob_mismatch, "network::load: blob for another rounding mode");
+  }
+
   static void write_header(detail::byte_writer& out) {
     const char magic[8] = {'M', 'O', 'S', 'A', 'I', 'Q', 'N', 'W'};
-    const std::uint32_t version = 1, byte_order = 0x01020304,
-                        element = std::is_same_v<T, u8>   ? 0
-                                  : std::is_same_v<T, i8> ? 1
-                                                          : 2;
+    const std::uint32_t version = 1, byte_order = 0x01020304, element = element_code;
     const auto layers = static_cast<std::uint32_t>(layer_count), rounding_mode = static_cast<std::uint32_t>(round);
     out.put(magic, sizeof magic);
     for (const std::uint32_t v : {version, byte_order, element, rounding_mode, layers}) out.put(&v, sizeof v);

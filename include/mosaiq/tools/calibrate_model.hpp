@@ -2,11 +2,13 @@
 // (cmake/MosaiqCalibrator.cpp.in), as functions programs and tests share:
 //   photo (RGB bytes, any size) -> input_from_rgb: bilinear (half-pixel) resize to the network input, values / 255
 //   -> calibrate: the float twin on every sample, min/max range of every tensor (or percentiles)
-//   -> quantize_network: i8 per-channel or u8 per-tensor filters, input quantization of [0, 1] exactly
+//   -> quantize_network: i8 per-channel or u8 per-tensor filters, input quantization of [0, 1] exactly; an i16
+//      network by the 16x8 rules (tools/quantize_16x8.hpp: int16 activations with zero point 0, int8 filters)
 //   -> Net::save: the weights blob Net::load reads.
 // Image decoding stays outside (the calibrator uses stb_image), so the library needs no image library.
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +31,7 @@
 #include "mosaiq/tools/float_blob.hpp"
 #include "mosaiq/tools/float_network.hpp"
 #include "mosaiq/tools/quantize.hpp"
+#include "mosaiq/tools/quantize_16x8.hpp"
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::tools {
 
@@ -61,7 +64,8 @@ struct model_calibration_options {
   calibration_options ranges{};
   /// u8 filters: min/max or the MSE-best range (int8 filters are per channel, always min/max).
   weight_range u8_filters = weight_range::min_max;
-  /// Ranges clipped to the values their readers tell apart (clip_to_readers: logistic, hard swish).
+  /// Ranges clipped to the values their readers tell apart (clip_to_readers: logistic, hard swish). 8-bit networks
+  /// only: the windows are those of 8-bit outputs, finer in a 16x8 network.
   bool clip_to_readers = true;
 };
 
@@ -73,11 +77,15 @@ std::unique_ptr<typename Net::weights> calibrate_model(const float_weights<Net>&
                                                        const std::vector<std::vector<float>>& samples,
                                                        const model_calibration_options& options = {}) {
   if (!require(!samples.empty(), errc::invalid_argument, "calibrate_model: no calibration samples")) return nullptr;
+  using T = typename Net::element_type;
   auto ranges = calibrate<Net>(fw, samples, options.ranges);
-  if (options.clip_to_readers) clip_to_readers<Net>(ranges);
-  const quantize_options quantization{.input = activation_quant<typename Net::element_type>({0.0f, 1.0f}),
-                                      .u8_filters = options.u8_filters};
-  return quantize_network<Net>(fw, ranges, quantization);
+  if constexpr (std::same_as<T, i16>) {
+    return quantize_network<Net>(fw, ranges, {.input = activation_quant_16({0.0f, 1.0f})});
+  } else {
+    if (options.clip_to_readers) clip_to_readers<Net>(ranges);
+    return quantize_network<Net>(fw, ranges,
+                                 {.input = activation_quant<T>({0.0f, 1.0f}), .u8_filters = options.u8_filters});
+  }
 }
 
 namespace detail {
@@ -98,7 +106,8 @@ using rgb_loader = std::function<std::optional<rgb_image>(const std::string& pat
 
 /// The calibrator's command line: FLOAT_WEIGHTS OUT_BLOB [--percentile P] [--mse-u8-filters] [--keep-saturated-ranges]
 /// IMAGE... Reads the float weights mosaiq-import wrote for Net, calibrates on the images and writes Net's weights
-/// blob. Returns the process exit code (0 on success); says what failed on stderr.
+/// blob. Returns the process exit code (0 on success); says what failed on stderr. An i16 (16x8) network refuses
+/// --mse-u8-filters and --keep-saturated-ranges: its filters are int8 per channel and its ranges are not clipped.
 template <class Net>
 int calibrator_main(int argc, char** argv, const rgb_loader& load) {
   const auto fail = [](const std::string& what) {
@@ -122,6 +131,9 @@ int calibrator_main(int argc, char** argv, const rgb_loader& load) {
       images.emplace_back(arg);
     }
   }
+  if (std::same_as<typename Net::element_type, i16> &&
+      (options.u8_filters != weight_range::min_max || !options.clip_to_readers))
+    return fail("--mse-u8-filters and --keep-saturated-ranges are for 8-bit networks; this one is 16x8 (i16)");
   const auto float_file = detail::read_bytes(argv[1]);
   if (!float_file) return fail(std::string("cannot read ") + argv[1]);
   auto fw = std::make_unique<float_weights<Net>>();

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mosaiq/tflite/graph.hpp"
@@ -38,6 +39,9 @@ struct emitted_layer {
 struct emitted_network {
   element_type element = element_type::uint8;  // uint8 or int8
   bool from_float = false;                     // lowered from a float graph: float weights, no quantization yet
+  /// A float graph for TFLite's 16x8 mode (lower_float_16x8): the int8 network's layers, int16 activations
+  /// (`mosaiq::i16` as the header's element), int8 filters and int64 biases from the calibrator.
+  bool sixteen_by_eight = false;
   std::array<std::int32_t, 3> input_shape{};
   float input_scale = 1.0f;
   std::int32_t input_zero_point = 0;
@@ -61,6 +65,15 @@ result<emitted_network> lower_quantized(const graph& g);
 /// Lowers a float32 graph to the layer list lower_quantized would give the same graph quantized, for a network of
 /// `element` (uint8 or int8): float weights (float16 widened), no quantization (calibration chooses it).
 result<emitted_network> lower_float(const graph& g, element_type element);
+
+/// Lowers a float32 graph for a 16x8 (i16) network: lower_float's int8 layer list, which a 16x8 network runs with
+/// int16 activations (net/executor_16x8.hpp). A layer kind without a 16x8 executor is refused, named with its source.
+result<emitted_network> lower_float_16x8(const graph& g);
+
+/// Whether a 16x8 network takes layers of `kind` (network blobs' names: "conv2d", "tap", ...): the kinds with a
+/// 16x8 executor (net/executor_16x8.hpp's has_16x8_executor; the importer builds no network type to ask, and
+/// tflite_import_test checks the two agree) and the layers that only name tensors.
+bool has_16x8_layer(std::string_view kind);
 
 /// The pattern passes that lead to layers mosaiq has: activation fusion (and, for float graphs, batch norm folding
 /// and hard-swish recognition). Squeeze-and-excitation blocks stay as their ops (pool, 1x1s, logistic, mul), which
