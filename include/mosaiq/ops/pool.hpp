@@ -92,7 +92,8 @@ struct global_average_pool_fn {
   /// `params` come from reference::make_global_average_pool_params<R, T> for the input's height * width. Out of line:
   /// inlined where the output's size is known (fewer channels than a block), GCC 12 takes finish_block's full-block
   /// store for an overflow (-Warray-bounds) although the channel count rules that branch out.
-  [[gnu::noinline]] void operator()(tensor_view<const T> in, tensor_view<T> out, const global_pool_params& params) const {
+  [[gnu::noinline]] void operator()(tensor_view<const T> in, tensor_view<T> out,
+                                    const global_pool_params& params) const {
     if (!check_view(in, "global_average_pool: input") || !check_view(out, "global_average_pool: output")) return;
     if (!require(out.dims() == shape{1, 1, in.channels()} && out.batch() == in.batch(), errc::shape_mismatch,
                  "global_average_pool: output must be 1 x 1 x channels with the input's batch"))
