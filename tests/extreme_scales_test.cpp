@@ -145,24 +145,22 @@ TEST_CASE("global average pool: extreme scales") {
   mosaiq::test::recording_handler errors;
   const auto valid = [](auto params) { return params.valid; };
   using mosaiq::reference::make_global_average_pool_params;
-  // uint8 divides in float: 1 / (4 * 1e-45) is +infinity (it used to give valid params with M = 0).
-  CHECK_FALSE(valid(make_global_average_pool_params<reference_mode, u8>({1.0f, 0}, {tiny, 0}, 4)));
-  expect_refused(errors);
-  CHECK_FALSE(valid(make_global_average_pool_params<single_mode, u8>({1.0f, 0}, {tiny, 0}, 4)));
-  expect_refused(errors);
-  // int8 divides in double: finite, out of the reference domain, saturated in single-round.
-  CHECK_FALSE(valid(make_global_average_pool_params<reference_mode, i8>({1.0f, 0}, {tiny, 0}, 4)));
-  expect_refused(errors);
-  const auto saturating = make_global_average_pool_params<single_mode, i8>({1.0f, 0}, {tiny, 0}, 4);
-  CHECK(saturating.multiplier == saturated);
-  expect_accepted(errors);
+  // Both types divide in double (PrepareMeanOrSum): 1 / 1e-45 is finite, out of the reference domain, saturated in
+  // single-round as TFLite does, then 1 / 4 folded in: (2^31 - 1, 30 - 2).
+  for (const bool is_u8 : {true, false}) {
+    CHECK_FALSE(valid(is_u8 ? make_global_average_pool_params<reference_mode, u8>({1.0f, 0}, {tiny, 0}, 4)
+                            : make_global_average_pool_params<reference_mode, i8>({1.0f, 0}, {tiny, 0}, 4)));
+    expect_refused(errors);
+    const auto saturating = is_u8 ? make_global_average_pool_params<single_mode, u8>({1.0f, 0}, {tiny, 0}, 4)
+                                  : make_global_average_pool_params<single_mode, i8>({1.0f, 0}, {tiny, 0}, 4);
+    CHECK(saturating.multiplier == quantized_multiplier{saturated.multiplier, saturated.shift - 2});
+    expect_accepted(errors);
+  }
   CHECK_FALSE(valid(make_global_average_pool_params<reference_mode, u8>({huge, 0}, {1.0f, 0}, 4)));
   expect_refused(errors);
-  // A zero point of 10 at scale 1e30 is 1e31 output units: beyond int32.
-  CHECK_FALSE(valid(make_global_average_pool_params<single_mode, u8>({huge, 10}, {1.0f, 0}, 4)));
-  expect_refused(errors);
+  // 1e-45 flushes to (0, 0), a valid pair; the fold keeps the multiplier 0: every mean is the output zero point.
   CHECK(make_global_average_pool_params<reference_mode, u8>({tiny, 0}, {1.0f, 0}, 4).multiplier ==
-        quantized_multiplier{0, 0});
+        quantized_multiplier{0, -2});
   expect_accepted(errors);
   for (const float bad : {infinity, not_a_number}) {
     CHECK_FALSE(valid(make_global_average_pool_params<reference_mode, i8>({bad, 0}, {1.0f, 0}, 4)));

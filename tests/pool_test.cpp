@@ -254,8 +254,8 @@ void check_global() {
   }
 }
 
-/// Scaled sums beyond 2^24 (many pixels, an output scale far below the input's, values one step from the zero
-/// point either way): the vector finish hands those blocks to the per-channel path (the means saturate there).
+/// Scaled sums far beyond the element range (many pixels, an output scale far below the input's, values one step from
+/// the zero point either way): the means saturate in the vector finish as in the reference.
 template <class T, rounding R>
 void check_global_large_sums() {
   std::mt19937 rng(37);
@@ -282,7 +282,7 @@ void check_global_large_sums() {
     }
 }
 
-TEST_CASE("global_average_pool: scaled sums past the vector division's range") {
+TEST_CASE("global_average_pool: scaled sums that saturate") {
   check_global_large_sums<u8, rounding::tflite_reference>();
   check_global_large_sums<i8, rounding::single_round>();
 }

@@ -141,29 +141,86 @@ TEST_CASE("float average and max pool") {
   CHECK(out[4] == 6.0f);  // 9 -> relu6
 }
 
-TEST_CASE("global average pool params follow TFLite's MEAN") {
-  // uint8, 3x3, scale 0.5 both: real scale = 0.5 / (9 * 0.5) = float(1/9) = 0x3DE38E39 -> mantissa 0xE38E39 << 7.
+TEST_CASE("global average pool params follow TFLite's MEAN (PrepareMeanOrSum, QuantizedMeanOrSum's fold)") {
+  // Both types: QuantizeMultiplier(double(s_in) / double(s_out)), then 1 / pixels folded in: k = floor(log2(pixels))
+  // capped at 32 and 31 + shift, multiplier (M << k) / pixels truncated, shift - k.
+  // 3x3, equal scales: (2^30, 1) -> k = 3, 2^33 / 9 = 954437176.9 -> (954437176, -2).
   const auto u8_params =
-      reference::make_global_average_pool_params<rounding::tflite_reference, u8>({0.5f, 128}, {0.5f, 128}, 9);
+      reference::make_global_average_pool_params<rounding::tflite_reference, u8>({0.5f, 128}, {0.5f, 120}, 9);
   CHECK(u8_params.valid);
-  CHECK(u8_params.multiplier == quantized_multiplier{1908874368, -3});
-  CHECK(u8_params.input_offset == 0);
-  CHECK(u8_params.divisor == 1);
-  CHECK(u8_params.output_offset == 0);  // 128 - int(128 * 0.5 / 0.5)
-  // int8: QuantizeMultiplier(1.0) = (2^30, 1); the 1/9 is a rounded integer division.
+  CHECK(u8_params.multiplier == quantized_multiplier{954437176, -2});
+  CHECK(u8_params.input_offset == 128);
+  CHECK(u8_params.output_offset == 120);
   const auto i8_params =
       reference::make_global_average_pool_params<rounding::tflite_reference, i8>({0.1f, -5}, {0.1f, -5}, 9);
-  CHECK(i8_params.multiplier == quantized_multiplier{q31_half, 1});
+  CHECK(i8_params.multiplier == quantized_multiplier{954437176, -2});
   CHECK(i8_params.input_offset == -5);
-  CHECK(i8_params.divisor == 9);
   CHECK(i8_params.output_offset == -5);
+  // 2x2: (2^30, 1) -> k = 2, exactly (2^30, -1). 1x3 with s_in / s_out = 2: (2^30, 2) -> k = 1, 2^31 / 3 ->
+  // (715827882, 1), below 2^30: the fold does not renormalize.
+  CHECK(
+      reference::make_global_average_pool_params<rounding::tflite_reference, u8>({0.5f, 0}, {0.5f, 0}, 4).multiplier ==
+      quantized_multiplier{q31_half, -1});
+  CHECK(reference::make_global_average_pool_params<rounding::single_round, i8>({1.0f, 0}, {0.5f, 0}, 3).multiplier ==
+        quantized_multiplier{715827882, 1});
+  // A small ratio caps k at 31 + shift: s_in / s_out = 2^-30 is (2^30, -29), so 64 pixels fold k = 2, not 6:
+  // (2^32 / 64, -31) = (2^26, -31).
+  CHECK(reference::make_global_average_pool_params<rounding::tflite_reference, i8>({0x1p-30f, 0}, {1.0f, 0}, 64)
+            .multiplier == quantized_multiplier{1 << 26, -31});
 }
 
-TEST_CASE("global average pool uint8 with the same quantization, both rounding modes") {
+TEST_CASE("global average pool: the folded multiplier rounds where the older TFLite forms did otherwise") {
+  // Each expected value is worked by hand below; the older forms (uint8: real scale s_in / (pixels s_out) on the raw
+  // sum plus zp_out - int(zp_in s_in / s_out); int8: s_in / s_out, then a division by the pixel count rounded half
+  // away from zero) give the values in brackets.
+  std::array<i8, 8> i8_means{};
+  // int8 1x4, (0.5, 0) both: multiplier (2^30, -1). Channel sums 5 and -6.
+  //   reference rounding: SRDHM(5, 2^30) = 3 (2.5 away from zero), RDBPOT(3, 1) = 2 (1.5 -> 2)     [old: 5 / 4 -> 1]
+  //                       SRDHM(-6, 2^30) = -3, RDBPOT(-3, 1) = -2 (-1.5 -> -2)                      [old: -2]
+  //   single rounding:    (5 * 2^30 + 2^31) >> 32 = floor(7 / 4) = 1                                [old: 1]
+  //                       (-6 * 2^30 + 2^31) >> 32 = floor(-4 / 4) = -1: ties round up               [old: -2]
+  const std::array<i8, 8> row{5, -6, 0, 0, 0, 0, 0, 0};
+  const tensor_view<const i8> row_view(row.data(), shape{1, 4, 2});
+  reference::global_average_pool<rounding::tflite_reference, i8>(
+      row_view, tensor_view<i8>(i8_means.data(), shape{1, 1, 2}), quant_params{0.5f, 0});
+  CHECK(i8_means[0] == 2);
+  CHECK(i8_means[1] == -2);
+  reference::global_average_pool<rounding::single_round, i8>(row_view, tensor_view<i8>(i8_means.data(), shape{1, 1, 2}),
+                                                             quant_params{0.5f, 0});
+  CHECK(i8_means[0] == 1);
+  CHECK(i8_means[1] == -1);
+
+  // uint8 1x2, in (1.0, 3), out (2.0, 0): the zero point leaves the sum before scaling: 6 - 3 * 2 = 0 -> 0.
+  //   [old: the raw sum 6 * 0.25 = 1.5 -> 2, plus zp_out - int(3 * 1 / 2) = -1: 1; the exact mean is 0]
+  const std::array<u8, 2> pair{3, 3};
+  u8 mean = 0;
+  reference::global_average_pool<rounding::tflite_reference, u8>(
+      tensor_view<const u8>(pair.data(), shape{1, 2, 1}), tensor_view<u8>(&mean, shape{1, 1, 1}), {1.0f, 3}, {2.0f, 0});
+  CHECK(mean == 0);
+
+  // uint8 3x3, (0.5, 128) both: multiplier (954437176, -2) (4/9, just below). Channel sums 900 and 904, less 9 * 128:
+  //   -252: SRDHM = -111.99999995 -> -112, RDBPOT(-112, 2) = -28 -> 100                            [old: 100]
+  //   -248: SRDHM = -110.2 -> -110, RDBPOT(-110, 2) = -27.5 -> -28 (half away from zero) -> 100
+  //   [old: the raw sum 904 * 4/9 = 401.8 -> 402, RDBPOT(402, 2) = 100.5 -> 101]; the exact mean is 100.44.
+  //   single rounding: floor(-252 * 4/9 / 4 + 0.5) = -28 and floor(-27.06) = -28: 100 and 100 as well.
+  std::array<u8, 18> odd{};
+  odd.fill(100);
+  odd[17] = 104;
+  std::array<u8, 2> means{};
+  const tensor_view<const u8> odd_view(odd.data(), shape{3, 3, 2});
+  reference::global_average_pool<rounding::tflite_reference, u8>(
+      odd_view, tensor_view<u8>(means.data(), shape{1, 1, 2}), quant_params{0.5f, 128});
+  CHECK(means == std::array<u8, 2>{100, 100});
+  reference::global_average_pool<rounding::single_round, u8>(odd_view, tensor_view<u8>(means.data(), shape{1, 1, 2}),
+                                                             quant_params{0.5f, 128});
+  CHECK(means == std::array<u8, 2>{100, 100});
+}
+
+TEST_CASE("global average pool: forms both generations share") {
+  // uint8 2x2, (0.5, 128) both: multiplier (2^30, -1). Sum 513 - 512 = 1 (exact mean 128.25).
+  //   tflite_reference: SRDHM(1, 2^30) = 1 (0.5 away from zero), RDBPOT(1, 1) = 0.5 -> 1: 129 (double rounding).
+  //   single_round: (2^30 + 2^31) >> 32 = 0: 128.
   const quant_params quant{0.5f, 128};
-  // 2x2: real scale 0.25 -> (2^30, -1). Sum 513 (exact mean 128.25).
-  //   tflite_reference: SRDHM(513, 2^30) = (513 + 1) / 2 = 257, RDBPOT(257, 1) = 128.5 -> 129 (double rounding).
-  //   single_round: (513 * 2^30 + 2^31) >> 32 = floor(515 / 4) = 128.
   const std::array<u8, 4> square{128, 128, 128, 129};
   u8 mean = 0;
   reference::global_average_pool<rounding::tflite_reference, u8>(tensor_view<const u8>(square.data(), shape{2, 2, 1}),
@@ -173,59 +230,29 @@ TEST_CASE("global average pool uint8 with the same quantization, both rounding m
                                                              tensor_view<u8>(&mean, shape{1, 1, 1}), quant);
   CHECK(mean == 128);
 
-  // 3x3 (odd): multiplier (1908874368, -3) ~ 0.8888889 / 8. Channel 0 sums 900, channel 1 sums 904 (mean 100.44).
-  //   900: SRDHM = round(800.000006) = 800, / 8 = 100.
-  //   904: SRDHM = round(803.55556) = 804, / 8 = 100.5 -> 101 under double rounding; single rounding gives 100.
-  std::array<u8, 18> odd{};
-  odd.fill(100);
-  odd[17] = 104;
-  std::array<u8, 2> means{};
-  reference::global_average_pool<rounding::tflite_reference, u8>(tensor_view<const u8>(odd.data(), shape{3, 3, 2}),
-                                                                 tensor_view<u8>(means.data(), shape{1, 1, 2}), quant);
-  CHECK(means == std::array<u8, 2>{100, 101});
-  reference::global_average_pool<rounding::single_round, u8>(tensor_view<const u8>(odd.data(), shape{3, 3, 2}),
-                                                             tensor_view<u8>(means.data(), shape{1, 1, 2}), quant);
-  CHECK(means == std::array<u8, 2>{100, 100});
-}
-
-TEST_CASE("global average pool uint8 requantizing") {
-  // 3x1, in (1.0, 10), out (0.5, 20): bias = 20 - int(10 * 1 / 0.5) = 0; real scale = float(1 / 1.5) =
-  // 0.666666686534881591796875 -> (1431655808, 0). Sum 34 -> round(22.6667) = 23. (Exact: 4/3 / 0.5 + 20 = 22.67.)
+  // uint8 3x1, in (1.0, 10), out (0.5, 20): (2^30, 2) folded by 3 -> (715827882, 1). Sum 34 - 30 = 4:
+  // SRDHM(8, 715827882) = round(2.6667) = 3 -> 23 (exact 22.67).
   const std::array<u8, 3> column{10, 11, 13};
-  u8 mean = 0;
   reference::global_average_pool<rounding::tflite_reference, u8>(tensor_view<const u8>(column.data(), shape{3, 1, 1}),
                                                                  tensor_view<u8>(&mean, shape{1, 1, 1}), {1.0f, 10},
                                                                  {0.5f, 20});
   CHECK(mean == 23);
-  // TFLite truncates the zero-point correction: in (1.0, 3), out (2.0, 0) -> bias = -int(1.5) = -1, not -1.5.
-  // Sum 6 -> 6 * 0.25 = 1.5 -> 2, + bias = 1 (exact mean of real values is 0).
-  const std::array<u8, 2> pair{3, 3};
-  reference::global_average_pool<rounding::tflite_reference, u8>(
-      tensor_view<const u8>(pair.data(), shape{1, 2, 1}), tensor_view<u8>(&mean, shape{1, 1, 1}), {1.0f, 3}, {2.0f, 0});
-  CHECK(mean == 1);
-}
 
-TEST_CASE("global average pool int8: zero point removed, rounded division half away from zero") {
-  // 3x3, same quantization (0.1, -5): mean = rounded_divide(sum(q + 5), 9) - 5.
+  // int8 3x3, (0.1, -5) both: multiplier (954437176, -2). Sums of q + 5: -5 and 14.
+  //   -5: SRDHM = -2.2 -> -2, RDBPOT(-2, 2) = -0.5 -> -1 (remainder 2, threshold 2: no increment): -6.
+  //   14: SRDHM = 6.2 -> 6, RDBPOT(6, 2) = 1.5 -> 2: -3.
   std::array<i8, 18> in{};
   in.fill(-5);
-  in[0] = -10;  // channel 0: sum -5 -> -5/9 = -0.56 -> (-5 - 4)/9 = -1 -> -6 (truncation would give -5)
-  in[1] = 9;    // channel 1: sum 14 -> (14 + 4)/9 = 2 -> -3
+  in[0] = -10;
+  in[1] = 9;
   std::array<i8, 2> means{};
   reference::global_average_pool<rounding::tflite_reference, i8>(tensor_view<const i8>(in.data(), shape{3, 3, 2}),
                                                                  tensor_view<i8>(means.data(), shape{1, 1, 2}),
                                                                  quant_params{0.1f, -5});
   CHECK(means == std::array<i8, 2>{-6, -3});
 
-  // 1x4, exact ties: sums -6 and 6 -> -1.5 -> -2 and 1.5 -> 2.
-  const std::array<i8, 8> row{-6, 6, 0, 0, 0, 0, 0, 0};
-  reference::global_average_pool<rounding::single_round, i8>(tensor_view<const i8>(row.data(), shape{1, 4, 2}),
-                                                             tensor_view<i8>(means.data(), shape{1, 1, 2}),
-                                                             quant_params{0.5f, 0});
-  CHECK(means == std::array<i8, 2>{-2, 2});
-
-  // Requantizing, in (0.5, 0), out (0.25, 1): QuantizeMultiplier(2) = (2^30, 2) doubles the sum exactly.
-  // Sums 10 and -13: 20 -> (20 + 4)/9 = 2 -> 3; -26 -> (-26 - 4)/9 = -3 -> -2.
+  // Requantizing, in (0.5, 0), out (0.25, 1): (2^30, 2) folded by 9 -> (954437176, -1). Sums 10 and -13:
+  // SRDHM(10) = 4.4 -> 4, RDBPOT(4, 1) = 2 -> 3; SRDHM(-13) = -5.8 -> -6, RDBPOT(-6, 1) = -3 -> -2.
   std::array<i8, 18> requant{};
   requant[0] = 10;
   requant[1] = -13;

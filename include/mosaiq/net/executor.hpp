@@ -223,7 +223,7 @@ struct executor<layers::max_pool<C>, T, R, In, Out> : detail::same_quantization_
 
 template <int U, quantized_element T, rounding R, shape In, shape Out>
 struct executor<layers::global_average_pool<U>, T, R, In, Out> : detail::plain_executor {
-  // The MEAN recipe (multiplier, divisor, offsets) depends on the input's pixel count only: built at load time.
+  // The MEAN recipe (folded multiplier, offsets) depends on the input's pixel count only: built at load time.
   struct state {
     reference::global_pool_params params;
     quant_params output{};

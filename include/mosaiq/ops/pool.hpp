@@ -17,7 +17,7 @@
 //   global   the sum over all pixels per channel: on a dense image of at least 4 KB whose channel count has a
 //            step of 4-8 vectors (ops/pool/dense_sums.hpp: the image as one byte stream, 16-bit lane sums), else per
 //            64 channels (one pass over the image, four blocks of int32 sums); then per channel the reference's MEAN
-//            recipe (input offset, multiplier, rounded division, output offset): C values per image.
+//            recipe (input offset, the multiplier with 1 / pixels folded in, output offset): C values per image.
 // Without an ISA (scalar builds) every op calls the reference. The vector path is ops/pool/simd.hpp, on the byte
 // vectors of ops/pool/{x86,neon}.hpp for max pool.
 #pragma once
@@ -89,8 +89,11 @@ struct average_pool_fn {
 
 template <rounding R, quantized_element T>
 struct global_average_pool_fn {
-  /// `params` come from reference::make_global_average_pool_params<R, T> for the input's height * width.
-  void operator()(tensor_view<const T> in, tensor_view<T> out, const global_pool_params& params) const {
+  /// `params` come from reference::make_global_average_pool_params<R, T> for the input's height * width. Out of line:
+  /// inlined where the output's size is known (fewer channels than a block), GCC 12 takes finish_block's full-block
+  /// store for an overflow (-Warray-bounds) although the channel count rules that branch out.
+  [[gnu::noinline]] void operator()(tensor_view<const T> in, tensor_view<T> out,
+                                    const global_pool_params& params) const {
     if (!check_view(in, "global_average_pool: input") || !check_view(out, "global_average_pool: output")) return;
     if (!require(out.dims() == shape{1, 1, in.channels()} && out.batch() == in.batch(), errc::shape_mismatch,
                  "global_average_pool: output must be 1 x 1 x channels with the input's batch"))
@@ -102,8 +105,8 @@ struct global_average_pool_fn {
     const requant_scale scale = prepare_scale<R>(params.multiplier);
     const std::int32_t offset_total = params.input_offset * params.pixel_count;  // fits: pixel_count < 2^31 / 256
     const auto finish = [&](std::int32_t raw_sum) {
-      const std::int32_t scaled = multiply_by_quantized_multiplier<R>(raw_sum - offset_total, scale);
-      return saturate_cast<T>(reference::detail::rounded_divide(scaled, params.divisor) + params.output_offset);
+      return requantize<R, T>(raw_sum - offset_total, scale, params.output_offset, element_traits<T>::min,
+                              element_traits<T>::max);
     };
     for (int n = 0; n < in.batch(); ++n) {
       T* target = out.pixel(n, 0, 0);

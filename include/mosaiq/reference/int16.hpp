@@ -409,18 +409,6 @@ struct mean_params_16 {
   bool valid = false;
 };
 
-namespace detail {
-
-/// QuantizedMeanOrSum's fold of 1 / count into (multiplier, shift): k = floor(log2(count)), capped at 32 and at
-/// 31 + shift (the result's shift stays >= -31); multiplier (M << k) / count truncated, shift - k. The result is not
-/// renormalized: for a count that is not a power of two the multiplier lies in (M / 2, M).
-constexpr quantized_multiplier fold_mean_count(quantized_multiplier ratio, int count) noexcept {
-  const int k = std::min({static_cast<int>(std::bit_width(static_cast<unsigned>(count))) - 1, 32, 31 + ratio.shift});
-  return {static_cast<std::int32_t>((std::int64_t{ratio.multiplier} << k) / count), ratio.shift - k};
-}
-
-}  // namespace detail
-
 /// Reports invalid_argument and returns invalid params for a scale that is not finite and positive, a pixel count
 /// outside [1, max_mean_pixels_16], or s_in / s_out outside the multiplier domain of both roundings (2^30 or more).
 template <rounding R = rounding::tflite_reference>

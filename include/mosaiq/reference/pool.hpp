@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -85,7 +86,7 @@ std::optional<clamp_range> pool_clamp(activation act, quant_params quant) {
   return activation_range<T>(act, quant);
 }
 
-/// Integer division rounded half away from zero, as TFLite's int8 AveragePool and MEAN write it:
+/// Integer division rounded half away from zero, as TFLite's average pools write it:
 /// (sum + count / 2) / count for positive sums, (sum - count / 2) / count otherwise (C++ division truncates).
 constexpr std::int32_t rounded_divide(std::int32_t sum, std::int32_t count) noexcept {
   return sum > 0 ? (sum + count / 2) / count : (sum - count / 2) / count;
@@ -195,17 +196,15 @@ inline void max_pool(tensor_view<const float> in, tensor_view<float> out, const 
 // Global average pooling (MEAN over height and width)
 // ---------------------------------------------------------------------------------------------------------------
 
-/// The integer recipe of TFLite's MEAN over axes {1, 2} with keep_dims (BUILTIN_REF), one form for both types:
-///   out = clamp(rounded_divide(MultiplyByQuantizedMultiplier(sum(q - input_offset), multiplier), divisor)
-///               + output_offset)
-/// uint8 (reference_ops::Mean, "Mean4D/Uint8"): input_offset 0, divisor 1, multiplier from the float
-///   s_in / (pixels * s_out), output_offset = zp_out - int(zp_in * s_in / s_out) (float, truncated).
-/// int8 (reference_integer_ops::Mean): input_offset zp_in, multiplier from the double s_in / s_out, divisor = pixels,
-///   output_offset zp_out.
+/// The integer recipe of TFLite's quantized MEAN (reduce.cc `PrepareMeanOrSum` + `reference_ops::QuantizedMeanOrSum`,
+/// the path today's reference kernels take for int8, uint8 and int16 whatever the axes), one form for both types:
+///   out = clamp(MultiplyByQuantizedMultiplier(sum(q) - zp_in * pixels, multiplier) + zp_out)
+/// where multiplier = QuantizeMultiplier(double(s_in) / double(s_out)) with 1 / pixels folded in
+/// (detail::fold_mean_count). Older TFLite releases used other forms for 4-D means over {1, 2} (see
+/// docs/decisions.md, "8-bit MEAN against TFLite's QuantizedMeanOrSum"); they differ on some inputs.
 struct global_pool_params {
   quantized_multiplier multiplier{};
   std::int32_t input_offset = 0;
-  std::int32_t divisor = 1;
   std::int32_t output_offset = 0;
   int pixel_count = 0;
   /// Only make_global_average_pool_params sets this, and only when every check passed.
@@ -216,10 +215,23 @@ struct global_pool_params {
 /// Largest height * width whose uint8 sum (255 per pixel) still fits the int32 accumulator TFLite uses.
 inline constexpr int max_global_pool_pixels = std::numeric_limits<std::int32_t>::max() / 256;
 
+namespace detail {
+
+/// QuantizedMeanOrSum's fold of 1 / count into (multiplier, shift): k = floor(log2(count)), capped at 32 and at
+/// 31 + shift (the result's shift stays >= -31; the ratio's shift must be >= -31 already); multiplier (M << k) / count
+/// truncated, shift - k. The result is not renormalized: for a count that is not a power of two the multiplier lies in
+/// (M / 2, M).
+constexpr quantized_multiplier fold_mean_count(quantized_multiplier ratio, int count) noexcept {
+  const int k = std::min({static_cast<int>(std::bit_width(static_cast<unsigned>(count))) - 1, 32, 31 + ratio.shift});
+  return {static_cast<std::int32_t>((std::int64_t{ratio.multiplier} << k) / count), ratio.shift - k};
+}
+
+}  // namespace detail
+
 /// Builds the MEAN recipe above for `pixel_count` = height * width of the input. R matters because TFLite's
 /// QuantizeMultiplier saturates large shifts in a TFLITE_SINGLE_ROUNDING build. Reports invalid_argument and
-/// returns invalid params for unusable scales or zero points, a pixel count outside [1, max_global_pool_pixels], or a
-/// multiplier outside the domain both rounding modes define.
+/// returns invalid params for unusable scales or zero points, a pixel count outside [1, max_global_pool_pixels], or
+/// s_in / s_out outside the multiplier domain both rounding modes define.
 template <rounding R, quantized_element T>
 global_pool_params make_global_average_pool_params(quant_params in, quant_params out, int pixel_count) {
   if (!require(detail::is_usable_pool_scale(in.scale) && detail::is_usable_pool_scale(out.scale),
@@ -232,38 +244,21 @@ global_pool_params make_global_average_pool_params(quant_params in, quant_params
   if (!require(pixel_count >= 1 && pixel_count <= max_global_pool_pixels, errc::invalid_argument,
                "global_average_pool: height * width must be in [1, max_global_pool_pixels]"))
     return {};
-
-  global_pool_params params;
-  params.pixel_count = pixel_count;
-  if constexpr (std::is_same_v<T, u8>) {
-    // Float expressions exactly as written in reference_ops::Mean (uint8): num_elements_in_axis is a float, the
-    // zero-point correction is computed in float and truncated toward zero, the real scale is a float quotient.
-    const float pixels = static_cast<float>(pixel_count);
-    const float zero_point_in_output_units = static_cast<float>(in.zero_point) * in.scale / out.scale;
-    if (!require(std::fabs(zero_point_in_output_units) < 2147483648.0f, errc::invalid_argument,
-                 "global_average_pool: input zero point is out of range in output units"))
-      return {};
-    params.multiplier = quantize_multiplier<R>(static_cast<double>(in.scale / (pixels * out.scale)));
-    params.input_offset = 0;
-    params.divisor = 1;
-    params.output_offset = out.zero_point - static_cast<std::int32_t>(zero_point_in_output_units);
-  } else {
-    // PrepareMeanOrSum: QuantizeMultiplier(double(s_in) / double(s_out)); the 1/pixels is a rounded integer division.
-    params.multiplier = quantize_multiplier<R>(static_cast<double>(in.scale) / static_cast<double>(out.scale));
-    params.input_offset = in.zero_point;
-    params.divisor = pixel_count;
-    params.output_offset = out.zero_point;
-  }
-  if (!require(is_valid_multiplier(params.multiplier), errc::invalid_argument,
+  const quantized_multiplier ratio =
+      quantize_multiplier<R>(static_cast<double>(in.scale) / static_cast<double>(out.scale));
+  if (!require(is_valid_multiplier(ratio), errc::invalid_argument,
                "global_average_pool: scale ratio outside the multiplier domain"))
     return {};
-  params.valid = true;
-  return params;
+  return {.multiplier = detail::fold_mean_count(ratio, pixel_count),
+          .input_offset = in.zero_point,
+          .output_offset = out.zero_point,
+          .pixel_count = pixel_count,
+          .valid = true};
 }
 
 /// Mean over height and width of every channel: out has shape {1, 1, C} and in's batch. Follows TFLite's MEAN with
-/// keep_dims over axes {1, 2} (the BUILTIN_REF kernels, TensorFlow 2.x reduce.cc EvalMean), see global_pool_params;
-/// in_quant and out_quant may differ (the op then requantizes). R chooses the MultiplyByQuantizedMultiplier rounding
+/// keep_dims over axes {1, 2} as today's reference kernels compute it, see global_pool_params; in_quant and
+/// out_quant may differ (the op then requantizes). R chooses the MultiplyByQuantizedMultiplier rounding
 /// (tflite_reference: double rounding; single_round: a TFLITE_SINGLE_ROUNDING build). No fused activation (MEAN has
 /// none). On misuse nothing is written.
 template <rounding R, quantized_element T>
@@ -287,9 +282,8 @@ void global_average_pool(std::type_identity_t<tensor_view<const T>> in, tensor_v
       std::int32_t sum = 0;
       for (int y = 0; y < in.height(); ++y)
         for (int x = 0; x < in.width(); ++x) sum += static_cast<std::int32_t>(in(n, y, x, c)) - params.input_offset;
-      const std::int32_t scaled = multiply_by_quantized_multiplier<R>(sum, scale);
-      const std::int32_t mean = detail::rounded_divide(scaled, params.divisor) + params.output_offset;
-      out(n, 0, 0, c) = saturate_cast<T>(mean);
+      out(n, 0, 0, c) =
+          requantize<R, T>(sum, scale, params.output_offset, element_traits<T>::min, element_traits<T>::max);
     }
 }
 

@@ -310,37 +310,24 @@ inline void channel_sums(const tensor_view<const T>& in, int n, int c, int chann
     channel_block_sums<T, false>(in, n, c, channels, sums);
 }
 
-/// The MEAN recipe on up to 16 channel sums (entries past `count` are ignored): the multiplier in vectors, then the
-/// rounded division in vectors while every |scaled| + divisor/2 < 2^24 (lanes::rounded_divide's exact range),
-/// else per channel as the reference does.
+/// The MEAN recipe on up to 16 channel sums (entries past `count` are ignored), all in vectors: the input offset, the
+/// multiplier (1 / pixels folded in), the output offset, the element type's clamp.
 template <rounding R, quantized_element T>
 inline void finish_block(const std::int32_t* sums, int count, std::int32_t offset_total, requant_scale scale,
                          const global_pool_params& params, T* target) noexcept {
-  constexpr int block = lanes::block;
   const lanes::scale_regs multiplier = lanes::scale_regs::of(scale);
+  const lanes::reg lo(element_traits<T>::min), hi(element_traits<T>::max), output_offset(params.output_offset);
   lanes::reg v[lanes::regs];
   lanes::load(sums, v);
-  bool small = true;
-  for (int j = 0; j < lanes::regs; ++j)
+  for (int j = 0; j < lanes::regs; ++j) {
     v[j] = lanes::multiply<R>(v[j] - lanes::reg(offset_total), multiplier.multiplier, multiplier.left_shift,
                               multiplier.right_shift);
-  alignas(64) std::int32_t scaled[block];
-  lanes::store(scaled, v);
-  const std::int64_t limit = (std::int64_t{1} << 24) - params.divisor / 2;
-  for (int j = 0; j < count; ++j) small = small && std::abs(std::int64_t{scaled[j]}) < limit;
-  if (!small) {
-    for (int j = 0; j < count; ++j)
-      target[j] = saturate_cast<T>(reference::detail::rounded_divide(scaled[j], params.divisor) + params.output_offset);
-    return;
+    v[j] = xsimd::min(xsimd::max(v[j] + output_offset, lo), hi);
   }
-  const lanes::divisor_regs divisor = lanes::divisor_regs::of(params.divisor);
-  const lanes::reg lo(element_traits<T>::min), hi(element_traits<T>::max), output_offset(params.output_offset);
-  for (int j = 0; j < lanes::regs; ++j)
-    v[j] = xsimd::min(xsimd::max(lanes::rounded_divide(v[j], divisor) + output_offset, lo), hi);
-  if (count == block) {
+  if (count == lanes::block) {
     lanes::narrow<T>(target, v);
   } else {
-    T result[block];
+    T result[lanes::block];
     lanes::narrow<T>(result, v);
     std::memcpy(target, result, static_cast<std::size_t>(count) * sizeof(T));
   }
