@@ -479,10 +479,7 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
   /// The GEMM over `pixels` rows from `rows` (see detail::pw::pixel_rows), `image_pixels` per image
   /// (sizes the pixel block as workspace_bytes did), output row r at destination + r * out_stride.
   /// `base`: the aligned workspace, layout_for(channels_, image_pixels). Checks are the caller's.
-  /// Never inlined: inlined into conv2d's run, GCC 12 kept the VNNI tile's accumulators in memory. The narrow kernel
-  /// reads pixel rows in place (no packed copy, no workspace). Without split weights every pixel offset is 0 (the VNNI
-  /// tile skips them; the others add them). The epilogue is an explicit switch: dispatching through a generic lambda
-  /// doubled the time of the 1x1 layers (GCC 12 then reloads the job's fields around every tile).
+  /// Never inlined: inlined into conv2d's run, GCC 12 kept the VNNI tile's accumulators in memory.
   template <class Rows>
   [[gnu::noinline]] void run_rows(const Rows& rows, std::ptrdiff_t pixels, std::size_t image_pixels, T* destination,
                                   std::ptrdiff_t out_stride, std::uint8_t* base) const noexcept {
@@ -493,6 +490,7 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
       }
     }
     if constexpr (narrow && std::same_as<Rows, detail::pw::pixel_rows>) {
+      // The narrow kernel reads the input in place (no packed copy, no workspace).
       run_narrow_in_place(rows, pixels, destination, out_stride);
       return;
     }
@@ -517,12 +515,35 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
                               .out = nullptr,
                               .out_stride = out_stride,
                               .valid_channels = 0};
-    const std::uint8_t* const direct = direct_rows(rows, job);
+    // Input pixels the tile can read as they are (bytes it wants, whole k groups; split-weight sums
+    // where the path computes them from rows in place): skip the packed copy, which took 2.4% of a
+    // 28x28x256 layer.
+    const std::uint8_t* direct = nullptr;
+    if constexpr (std::same_as<Rows, detail::pw::pixel_rows> && std::same_as<input_type, std::uint8_t> && flip == 0) {
+      if ((!split_weights_ || sums_in_place) && rows.channels % kernels::pw::group == 0) {
+        direct = rows.base;
+        job.input_stride = rows.stride;
+      }
+    }
+    // Without split weights every pixel offset is 0 (the VNNI tile skips them; the others add them).
     if (!split_weights_) std::fill_n(pixel_offsets, l.block_pixels, 0);
     for (std::ptrdiff_t p0 = 0; p0 < pixels; p0 += l.block_pixels) {
       const int block_pixels = static_cast<int>(std::min<std::ptrdiff_t>(l.block_pixels, pixels - p0));
-      block_rows(rows, direct, p0, block_pixels, job, packed, padded, pixel_offsets);
+      if (direct) {
+        job.input = direct + p0 * job.input_stride;
+        if constexpr (sums_in_place) {
+          if (split_weights_)
+            detail::pw::row_sums<path>(direct + p0 * job.input_stride, job.input_stride, rows.channels, block_pixels,
+                                       split_factor_, pixel_offsets);
+        }
+      } else if (split_weights_) {
+        rows.template pack<path, true>(p0, block_pixels, packed, padded, flip, pixel_offsets, split_factor_);
+      } else {
+        rows.template pack<path, false>(p0, block_pixels, packed, padded, flip, pixel_offsets, 0);
+      }
       T* const block_out = destination + p0 * out_stride;
+      // An explicit switch: dispatching through a generic lambda doubled the time of the 1x1
+      // layers (GCC 12 then reloads the job's fields around every tile).
       if constexpr (lane_epilogues) {
         switch (requant_) {
           case lane_requant::lanes_folded:
@@ -543,40 +564,6 @@ class pointwise : private detail::pw::layer_lanes<detail::pw::native_path> {
       } else {
         run_channel_tiles<lane_requant::general>(job, block_out, block_pixels);
       }
-    }
-  }
-
-  /// The rows themselves when a tile can read them in place (the bytes it wants, whole k groups; split-weight sums
-  /// where the path computes them from rows in place), with job.input_stride set to theirs; else null (packed).
-  /// Skipping the packed copy saved 2.4% of a 28x28x256 layer.
-  template <class Rows>
-  [[gnu::always_inline]] const std::uint8_t* direct_rows(const Rows& rows, kernels::pw::tile_job& job) const noexcept {
-    if constexpr (std::same_as<Rows, detail::pw::pixel_rows> && std::same_as<input_type, std::uint8_t> && flip == 0) {
-      if ((!split_weights_ || sums_in_place) && rows.channels % kernels::pw::group == 0) {
-        job.input_stride = rows.stride;
-        return rows.base;
-      }
-    }
-    return nullptr;
-  }
-
-  /// Points the job at GEMM rows [p0, p0 + block_pixels): in place from `direct` (their split-weight sums computed
-  /// there if needed), else packed into `packed` (with their sums when the weights are split).
-  template <class Rows>
-  [[gnu::always_inline]] void block_rows(const Rows& rows, const std::uint8_t* direct, std::ptrdiff_t p0,
-                                         int block_pixels, kernels::pw::tile_job& job, input_type* packed, int padded,
-                                         std::int32_t* sums) const noexcept {
-    if (direct) {
-      job.input = direct + p0 * job.input_stride;
-      if constexpr (sums_in_place) {
-        if (split_weights_)
-          detail::pw::row_sums<path>(direct + p0 * job.input_stride, job.input_stride, rows.channels, block_pixels,
-                                     split_factor_, sums);
-      }
-    } else if (split_weights_) {
-      rows.template pack<path, true>(p0, block_pixels, packed, padded, flip, sums, split_factor_);
-    } else {
-      rows.template pack<path, false>(p0, block_pixels, packed, padded, flip, sums, 0);
     }
   }
 
