@@ -80,6 +80,10 @@ void check_layer(const Layer& layer, const run_case& rc, std::mt19937& rng, Refe
   CHECK(simd.buffer == expected.buffer);  // canaries included: nothing outside the view written
   CHECK(twin.buffer == expected.buffer);
   CHECK(workspace.tail_intact());
+  test::check_row_splits(expected, canary, [&](row_band band, const tensor_view<i16>& out) {
+    layer.run_rows(input, out, workspace.span(), band);
+  });
+  CHECK(workspace.tail_intact());
 }
 
 /// The run-time misuse both layers report: a workspace one byte short or misaligned, other input channels, other

@@ -20,6 +20,7 @@
 #include "mosaiq/core.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "support.hpp"
+#include "support16x8.hpp"
 
 namespace {
 
@@ -109,6 +110,9 @@ void check_layer(const Layer& layer, const std::vector<std::int8_t>& filter, con
        rc.in_stride_extra, " +", rc.out_stride_extra, " int32 path ", layer.uses_int32_path());
   CHECK(simd.buffer == expected.buffer);  // canaries included: nothing outside the view written
   CHECK(twin.buffer == expected.buffer);
+  test::check_row_splits(expected, canary, [&](row_band band, const tensor_view<i16>& out) {
+    layer.run_rows(tensor_view<const i16>(in.view), out, band);
+  });
 }
 
 template <depthwise16x8_config Cfg>

@@ -18,6 +18,7 @@
 #include "mosaiq/core.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "support.hpp"
+#include "support16x8.hpp"
 
 namespace {
 
@@ -301,6 +302,9 @@ TEST_CASE_TEMPLATE("resize_bilinear16x8 == reference::resize_bilinear_16: up, do
         reference::resize_bilinear_16<R>(in.view(), expected.view, mode);
         resize_bilinear16x8<R>(in.view(), got.view, mode);
         CHECK(got.buffer == expected.buffer);
+        test::check_row_splits(expected, canary, [&](row_band band, const tensor_view<i16>& out) {
+          resize_bilinear16x8_rows<R>(in.view(), out, mode, band);
+        });
       }
   // Every tap at an extreme: sums of +-32768 * 2^20 and ties.
   for (const i16 value : {i16{-32768}, i16{32767}, i16{-1}, i16{1}}) {

@@ -60,6 +60,9 @@ void check_layer(const Layer& layer, const std::vector<std::int8_t>& filter, con
        " strides +", rc.in_stride_extra, " +", rc.out_stride_extra, " int32 path ", layer.uses_int32_path());
   CHECK(simd.buffer == expected.buffer);  // canaries included: nothing outside the view written
   CHECK(twin.buffer == expected.buffer);
+  test::check_row_splits(expected, canary, [&](row_band band, const tensor_view<i16>& out) {
+    layer.run_rows(tensor_view<const i16>(in.view), out, band);
+  });
 }
 
 /// Every input -32768 on a 3x3 image: with weights -128 every product is +2^22, the largest a channel can reach.

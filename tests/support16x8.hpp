@@ -9,8 +9,10 @@
 #include <random>
 #include <vector>
 
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/reference/int16.hpp"
+#include "support.hpp"
 
 namespace mosaiq::test {
 
@@ -65,6 +67,21 @@ inline std::vector<std::int64_t> random_biases(std::mt19937& rng, const std::vec
                                             : std::uniform_int_distribution<std::int64_t>(-(1 << 22), 1 << 22)(rng);
   }
   return bias;
+}
+
+/// A layer's output rows in bands, as the tasks of a parallel run: for 2, 3 and one band per row (row_bands::split),
+/// `run_band(band, out)` on every band into a fresh output of `expected`'s layout filled with `fill` (which `expected`
+/// started from). Each must equal `expected`, the whole run's bytes, gaps and canaries included.
+template <class RunBand>
+void check_row_splits(const stored_tensor<std::int16_t>& expected, std::int16_t fill, RunBand run_band) {
+  const tensor_view<std::int16_t>& layout = expected.view;
+  for (const int count : {2, 3, layout.height()}) {
+    const row_bands bands = row_bands::split(layout.height(), count);
+    stored_tensor<std::int16_t> got(layout.dims(), layout.batch(), layout.pixel_stride(), fill);
+    for (int b = 0; b < bands.count; ++b) run_band(bands[b], got.view);
+    INFO("bands ", bands.count);
+    CHECK(got.buffer == expected.buffer);
+  }
 }
 
 }  // namespace mosaiq::test

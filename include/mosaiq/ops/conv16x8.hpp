@@ -6,6 +6,7 @@
 //       requant /*reference::make_conv_requant_16x8*/);                     // load time: checks and packs
 //   std::vector<std::byte> scratch(conv.workspace_bytes(input.dims()));      // or a slice of an arena
 //   conv(input, output, scratch);                                            // run: no heap
+//   conv.run_rows(input, output, scratch, {first, last});  // output rows [first, last) only: a parallel run's task
 //
 // Results equal reference::conv2d_16x8 bit for bit.
 //
@@ -29,6 +30,7 @@
 
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/padding.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/ops/pointwise16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
@@ -67,7 +69,8 @@ constexpr int band_rows(int out_width, std::size_t patch_bytes, int out_height) 
 
 /// What the layers built on the 16x8 pointwise GEMM (conv2d16x8, transpose_conv16x8) share: the GEMM, the calls and
 /// the checks every run starts with. `Layer` provides output_shape(in), workspace_bytes(in) and
-/// run_checked(in, out, workspace, gemm), which lays the data out for `gemm(gemm input view, gemm output view)`.
+/// run_checked(in, out, workspace, band, gemm), which lays the data out for `gemm(gemm input view, gemm output view)`
+/// and writes output rows `band` only.
 template <class Layer, class Gemm>
 class gemm_layer {
  public:
@@ -82,7 +85,7 @@ class gemm_layer {
   template <class InExtents, class OutExtents>
   void operator()(tensor_view<const std::int16_t, InExtents> in, tensor_view<std::int16_t, OutExtents> out,
                   std::span<std::byte> workspace) const {
-    run(tensor_view<const std::int16_t>(in), tensor_view<std::int16_t>(out), workspace,
+    run(tensor_view<const std::int16_t>(in), tensor_view<std::int16_t>(out), workspace, {0, out.height()},
         [this](auto from, auto to) { gemm_(from, to); });
   }
   template <class InExtents, class OutExtents>
@@ -91,10 +94,17 @@ class gemm_layer {
     (*this)(tensor_view<const std::int16_t>(in), tensor_view<std::int16_t>(out), workspace);
   }
 
+  /// Output rows [band.first, band.last) of every image, nothing else, bit-identical to those rows of a whole run:
+  /// one task of a parallel run, each with its own workspace of workspace_bytes(in.dims()).
+  void run_rows(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, std::span<std::byte> workspace,
+                row_band band) const {
+    run(in, out, workspace, band, [this](auto from, auto to) { gemm_(from, to); });
+  }
+
   /// The same layer on the scalar microkernel over this path's packed weights: the twin the tests compare with.
   void run_scalar_twin(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out,
                        std::span<std::byte> workspace) const {
-    run(in, out, workspace, [this](auto from, auto to) { gemm_.run_scalar_twin(from, to); });
+    run(in, out, workspace, {0, out.height()}, [this](auto from, auto to) { gemm_.run_scalar_twin(from, to); });
   }
 
  protected:
@@ -103,7 +113,7 @@ class gemm_layer {
  private:
   template <class Run>
   void run(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, std::span<std::byte> workspace,
-           Run gemm) const {
+           row_band band, Run gemm) const {
     if (!require(ready(), errc::invalid_argument, "16x8 conv layer: not loaded (construction reported an error)") ||
         !check_view(in, "16x8 conv layer: invalid input view") ||
         !check_view(out, "16x8 conv layer: invalid output view") ||
@@ -115,9 +125,12 @@ class gemm_layer {
         !require(workspace.size() >= Layer::workspace_bytes(in.dims()) &&
                      reinterpret_cast<std::uintptr_t>(workspace.data()) % alignof(std::int16_t) == 0,
                  errc::invalid_argument,
-                 "16x8 conv layer: workspace smaller than workspace_bytes(input) or misaligned"))
+                 "16x8 conv layer: workspace smaller than workspace_bytes(input) or misaligned") ||
+        !require(band.first >= 0 && band.first <= band.last && band.last <= out.height(), errc::invalid_argument,
+                 "16x8 conv layer: row band outside the output"))
       return;
-    static_cast<const Layer&>(*this).run_checked(in, out, reinterpret_cast<std::int16_t*>(workspace.data()), gemm);
+    static_cast<const Layer&>(*this).run_checked(in, out, reinterpret_cast<std::int16_t*>(workspace.data()), band,
+                                                 gemm);
   }
 
   int channels_ = 0;
@@ -184,19 +197,20 @@ class conv2d16x8
     return k + k % 2;
   }
 
-  /// Per image, bands of output rows: their patches into the workspace, then the GEMM from them to the rows.
+  /// Per image, chunks of the band's output rows: their patches into the workspace, then the GEMM from them to the
+  /// rows.
   template <class Gemm>
   void run_checked(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, std::int16_t* patches,
-                   Gemm gemm) const {
+                   row_band rows_to_run, Gemm gemm) const {
     const shape out_dims = out.dims();
-    if (out_dims.height == 0 || out_dims.width == 0) return;
+    if (rows_to_run.rows() == 0 || out_dims.width == 0) return;
     const int channels = this->input_channels();
     const std::ptrdiff_t stride = patch_stride(channels);
     const int band = detail::conv16::band_rows(out_dims.width, stride * sizeof(std::int16_t), out_dims.height);
     const window_geometry g = geometry(in.dims());
     for (int n = 0; n < in.batch(); ++n)
-      for (int oy0 = 0; oy0 < out_dims.height; oy0 += band) {
-        const int rows = std::min(band, out_dims.height - oy0);
+      for (int oy0 = rows_to_run.first; oy0 < rows_to_run.last; oy0 += band) {
+        const int rows = std::min(band, rows_to_run.last - oy0);
         for (int oy = oy0; oy < oy0 + rows; ++oy)
           gather_row(in, n, oy * Cfg.stride.h - g.y.pad_before, g.x.pad_before, out_dims.width, stride,
                      patches + static_cast<std::ptrdiff_t>(oy - oy0) * out_dims.width * stride);

@@ -5,6 +5,7 @@
 //                                                                  bias /*C int64 or nullptr*/, channels,
 //                                                                  requant /*reference::make_conv_requant_16x8*/);
 //   dw(input, output);  // tensor_view<const i16> -> tensor_view<i16>; no workspace, no heap
+//   dw.run_rows(input, output, {first, last});  // output rows [first, last) only: one task of a parallel run
 //
 // Results equal reference::depthwise_conv_16x8 bit for bit.
 //
@@ -33,6 +34,7 @@
 #include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/error.hpp"
 #include "mosaiq/core/padding.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/ops/depthwise16x8/avx2.hpp"
@@ -103,16 +105,22 @@ class depthwise16x8 {
   /// offsets; `out` must not overlap `in`. Misuse is reported through mosaiq::require and leaves `out` untouched.
   template <class InExtents, class OutExtents>
   void operator()(tensor_view<const std::int16_t, InExtents> in, tensor_view<std::int16_t, OutExtents> out) const {
-    run(tensor_view<const std::int16_t>(in), tensor_view<std::int16_t>(out));
+    run(tensor_view<const std::int16_t>(in), tensor_view<std::int16_t>(out), {0, out.height()});
   }
   template <class InExtents, class OutExtents>
   void operator()(tensor_view<std::int16_t, InExtents> in, tensor_view<std::int16_t, OutExtents> out) const {
-    run(tensor_view<const std::int16_t>(in), tensor_view<std::int16_t>(out));
+    run(tensor_view<const std::int16_t>(in), tensor_view<std::int16_t>(out), {0, out.height()});
+  }
+
+  /// Output rows [band.first, band.last) of every image, nothing else, bit-identical to those rows of a whole run:
+  /// one task of a parallel run (each output row reads the whole input's rows its window covers).
+  void run_rows(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, row_band band) const {
+    run(in, out, band);
   }
 
   /// The same layer on the scalar microkernel over this path's packed weights: the twin the tests compare with.
   void run_scalar_twin(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out) const {
-    run<kernels::dw16::scalar_path<path::group_taps, path::order>>(in, out);
+    run<kernels::dw16::scalar_path<path::group_taps, path::order>>(in, out, {0, out.height()});
   }
 
  private:
@@ -170,7 +178,7 @@ class depthwise16x8 {
   }
 
   template <class Path = path>
-  void run(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out) const {
+  void run(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, row_band band) const {
     if (!require(ready_, errc::invalid_argument,
                  "depthwise16x8: layer was not loaded (construction reported an error)") ||
         !check_view(in, "depthwise16x8: invalid input view") || !check_view(out, "depthwise16x8: invalid output view"))
@@ -179,12 +187,11 @@ class depthwise16x8 {
                  "depthwise16x8: input channels differ from the weights") ||
         !require(out.dims() == output_shape(in.dims()), errc::shape_mismatch,
                  "depthwise16x8: output extents differ from output_shape(input)") ||
-        !require(out.batch() == in.batch(), errc::shape_mismatch, "depthwise16x8: input and output batch differ"))
+        !require(out.batch() == in.batch(), errc::shape_mismatch, "depthwise16x8: input and output batch differ") ||
+        !require(band.first >= 0 && band.first <= band.last && band.last <= out.height(), errc::invalid_argument,
+                 "depthwise16x8: row band outside the output"))
       return;
-    if (!int32_path_) {
-      reference::depthwise_conv_16x8(in, filter_.data(), bias64_.data(), out, reference_params(), requant_);
-      return;
-    }
+    if (!int32_path_) return run_reference_rows(in, out, band);
     kernels::dw16::pixel_job job{};
     job.channels = channels_;
     job.weights = weights_.data(), job.block_weights = block_weights;
@@ -192,7 +199,22 @@ class depthwise16x8 {
     job.clamp_min = clamp_.min, job.clamp_max = clamp_.max;
     const window_geometry g = geometry(in.dims());
     for (int n = 0; n < in.batch(); ++n)
-      for (int oy = 0; oy < g.y.output; ++oy) run_row<Path>(in, out, g, n, oy, job);
+      for (int oy = band.first; oy < band.last; ++oy) run_row<Path>(in, out, g, n, oy, job);
+  }
+
+  /// Output rows `band` on the int64 reference: the band as a convolution of its own, on the input rows its windows
+  /// read, with explicit pads for the window rows above and below the image (so the same taps are skipped).
+  void run_reference_rows(const tensor_view<const std::int16_t>& in, const tensor_view<std::int16_t>& out,
+                          row_band band) const {
+    if (band.rows() == 0) return;
+    const window_geometry g = geometry(in.dims());
+    const int top = band.first * Cfg.stride.h - g.y.pad_before;
+    const int bottom = top + (band.rows() - 1) * Cfg.stride.h + effective_kernel_extent(Cfg.kernel.h, Cfg.dilation.h);
+    const int first = std::clamp(top, 0, in.height()), last = std::clamp(bottom, first, in.height());
+    reference::depthwise_params p = reference_params();
+    p.pad = padding::explicit_pads(first - top, bottom - last, g.x.pad_before, g.x.pad_after);
+    reference::depthwise_conv_16x8(in.row_slice(first, last - first), filter_.data(), bias64_.data(),
+                                   out.row_slice(band.first, band.rows()), p, requant_);
   }
 
   /// One output row: the window's input rows (null in the padding), then its pixels, those with the whole window

@@ -9,7 +9,10 @@
 //   mosaiq::logistic16x8 sigmoid(in_scale);                                               // output scale 1/32768
 //   sigmoid(in, out);        // out may be in
 //   mosaiq::resize_bilinear16x8<R>(in, out, mosaiq::resize_mode::half_pixel);             // output size from out
+//   mosaiq::resize_bilinear16x8_rows<R>(in, out, mode, {first, last});  // output rows [first, last) only
 //
+// The element-wise ops split into row bands as the same op on the bands' rows (tensor_view::row_slice); the resize,
+// whose rows read input rows around them, has the rows entry point above.
 // R is the network's rounding (MultiplyByQuantizedMultiplier's); each object derives TFLite's params once
 // (reference::make_add_params_16, make_mul_params_16<R>, make_hard_swish_params_16, make_logistic_params_16) and
 // decodes the multipliers for R; a run only computes and does not allocate. Every step is TFLite's 32-bit arithmetic
@@ -32,6 +35,7 @@
 
 #include "mosaiq/core/activation.hpp"
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
@@ -256,16 +260,20 @@ class logistic16x8 {
 
 /// int16 RESIZE_BILINEAR (reference::resize_bilinear_16<R>, bit for bit; TFLite's ResizeBilinearInteger): the output
 /// size is out's, input and output share their quantization. Each output pixel's taps and Q10 weights as the reference
-/// derives them, its channels 16 per step. On misuse nothing is written.
+/// derives them, its channels 16 per step. Output rows [band.first, band.last) only, bit-identical to those rows of
+/// the whole resize: one task of a parallel run. On misuse nothing is written.
 template <rounding R = rounding::tflite_reference>
-void resize_bilinear16x8(tensor_view<const i16> in, tensor_view<i16> out, resize_mode mode) {
-  if (!reference::detail::check_resize_views(in, out)) return;
+void resize_bilinear16x8_rows(tensor_view<const i16> in, tensor_view<i16> out, resize_mode mode, row_band band) {
+  if (!reference::detail::check_resize_views(in, out) ||
+      !require(band.first >= 0 && band.first <= band.last && band.last <= out.height(), errc::invalid_argument,
+               "16-bit resize: row band outside the output"))
+    return;
   namespace ref = reference::detail;
   const std::int64_t scale_y = ref::q10_axis_scale(in.height(), out.height(), mode);
   const std::int64_t scale_x = ref::q10_axis_scale(in.width(), out.width(), mode);
   const auto channels = static_cast<std::size_t>(out.channels());
   for (int n = 0; n < out.batch(); ++n)
-    for (int y = 0; y < out.height(); ++y) {
+    for (int y = band.first; y < band.last; ++y) {
       const ref::q10_tap tap_y = ref::q10_axis_tap(y, scale_y, mode, in.height());
       for (int x = 0; x < out.width(); ++x) {
         const ref::q10_tap tap_x = ref::q10_axis_tap(x, scale_x, mode, in.width());
@@ -277,6 +285,12 @@ void resize_bilinear16x8(tensor_view<const i16> in, tensor_view<i16> out, resize
         detail::eltwise16::native::bilinear_span<R>(taps, {1024 - wy, wy, 1024 - wx, wx}, out.pixel(n, y, x), channels);
       }
     }
+}
+
+/// The whole resize (resize_bilinear16x8_rows over every output row).
+template <rounding R = rounding::tflite_reference>
+void resize_bilinear16x8(tensor_view<const i16> in, tensor_view<i16> out, resize_mode mode) {
+  resize_bilinear16x8_rows<R>(in, out, mode, {0, out.height()});
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE

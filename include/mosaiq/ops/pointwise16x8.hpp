@@ -4,6 +4,7 @@
 //   mosaiq::pointwise16x8<{.out_channels = 72}> pw(filter /*[Cout][Cin] int8*/, bias /*Cout int64 or nullptr*/,
 //                                                 input_channels, requant /*reference::make_conv_requant_16x8*/);
 //   pw(input, output);  // tensor_view<const i16> -> tensor_view<i16>; no workspace, no heap
+//   pw.run_rows(input, output, {first, last});  // output rows [first, last) only: one task of a parallel run
 //
 // Results equal reference::pointwise_conv_16x8 bit for bit.
 //
@@ -37,6 +38,7 @@
 
 #include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/error.hpp"
+#include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/ops/detail/kernel_16x8.hpp"
@@ -118,6 +120,15 @@ class pointwise16x8 {
   template <class InExtents, class OutExtents>
   void operator()(tensor_view<std::int16_t, InExtents> in, tensor_view<std::int16_t, OutExtents> out) const {
     run(tensor_view<const std::int16_t>(in), tensor_view<std::int16_t>(out));
+  }
+
+  /// Output rows [band.first, band.last) of every image, nothing else: the same layer on those rows (a 1x1 window
+  /// reads its own pixel only), so bit-identical to them in a whole run. One task of a parallel run.
+  void run_rows(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, row_band band) const {
+    if (!require(band.first >= 0 && band.first <= band.last && band.last <= out.height() && band.last <= in.height(),
+                 errc::invalid_argument, "pointwise16x8: row band outside the input or output"))
+      return;
+    run(in.row_slice(band.first, band.rows()), out.row_slice(band.first, band.rows()));
   }
 
   /// The same layer on the scalar microkernel over this path's packed weights: the twin the tests compare with.

@@ -6,6 +6,7 @@
 //       filter /*[Cout][KH][KW][Cin] int8*/, bias /*Cout int64 or nullptr*/, input_channels, requant);  // load
 //   std::vector<std::byte> scratch(up.workspace_bytes(input.dims()));                  // or a slice of an arena
 //   up(input, output, scratch);                                                        // run: no heap
+//   up.run_rows(input, output, scratch, {first, last});  // output rows [first, last) only: a parallel run's task
 //
 // Results equal reference::transpose_conv_16x8 bit for bit. Other kernels and strides (overlapping taps) are refused
 // at compile time: they run that reference.
@@ -124,27 +125,30 @@ class transpose_conv16x8
     return gemm_type(columns_filter.data(), columns_bias.data(), input_channels, columns_q);
   }
 
-  /// Per image, bands of input rows: the GEMM into the workspace, then depth-to-space into the output.
+  /// Per image, chunks of the input rows that make output rows `band`: the GEMM into the workspace, then
+  /// depth-to-space of the band's rows into the output.
   template <class Gemm>
-  void run_checked(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, std::int16_t* sums,
+  void run_checked(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, std::int16_t* sums, row_band band,
                    Gemm gemm) const {
-    if (in.height() == 0 || in.width() == 0) return;
-    const int band = detail::conv16::band_rows(in.width(), columns * sizeof(std::int16_t), in.height());
+    if (band.rows() == 0 || in.width() == 0) return;
+    const int chunk = detail::conv16::band_rows(in.width(), columns * sizeof(std::int16_t), in.height());
+    const int first = band.first / kh, last = (band.last + kh - 1) / kh;  // input row iy makes rows iy * KH + fy
     for (int n = 0; n < in.batch(); ++n)
-      for (int iy0 = 0; iy0 < in.height(); iy0 += band) {
-        const int rows = std::min(band, in.height() - iy0);
+      for (int iy0 = first; iy0 < last; iy0 += chunk) {
+        const int rows = std::min(chunk, last - iy0);
         gemm(in.image(n).row_slice(iy0, rows), tensor_view<std::int16_t>(sums, shape{rows, in.width(), columns}));
-        depth_to_space(sums, out, n, iy0, rows);
+        depth_to_space(sums, out, n, iy0, rows, band);
       }
   }
 
-  /// Input pixel (iy, ix)'s sums, (fy, fx, oc) in order, to output pixels (iy * KH + fy, ix * KW + fx).
-  static void depth_to_space(const std::int16_t* sums, const tensor_view<std::int16_t>& out, int n, int iy0,
-                             int rows) noexcept {
+  /// Input pixel (iy, ix)'s sums, (fy, fx, oc) in order, to output pixels (iy * KH + fy, ix * KW + fx) of `band`.
+  static void depth_to_space(const std::int16_t* sums, const tensor_view<std::int16_t>& out, int n, int iy0, int rows,
+                             row_band band) noexcept {
     const int width = out.width() / kw;
     for (int r = 0; r < rows; ++r)
       for (int fy = 0; fy < kh; ++fy) {
         const int oy = (iy0 + r) * kh + fy;
+        if (oy < band.first || oy >= band.last) continue;
         const std::int16_t* from = sums + static_cast<std::ptrdiff_t>(r) * width * columns + fy * kw * cout;
         if (out.pixel_stride() == cout) {  // a kernel row's KW pixels are one run of the output row
           std::int16_t* to = out.pixel(n, oy, 0);
