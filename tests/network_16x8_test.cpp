@@ -68,6 +68,10 @@ using net16_mean = selfie_kinds<input<i16, 12, 10, 3>, true>;
 using net16_mean_single = selfie_kinds<input<i16, 12, 10, 3, rounding::single_round>, true>;
 /// A 3x3 stride-2 transposed convolution: its taps overlap, so it runs reference::transpose_conv_16x8.
 using net16_overlapping = selfie_kinds<input<i16, 12, 10, 3>, false, hw{3, 3}>;
+/// Every kind on maps large enough to split into row bands (MEAN squeezes: the pools' windows need not follow the
+/// size), planned for up to `Threads` threads.
+template <int Threads>
+using net16_wide = selfie_kinds<input<i16, 64, 46, 3>::with_max_threads<Threads>, true>;
 
 static_assert(std::same_as<net16::element_type, i16>);
 static_assert(net16::output_shape == shape{24, 20, 1});
@@ -242,23 +246,66 @@ TEST_CASE(
   CHECK(out == run_network(*p, *w, f.samples[2]).output);
 }
 
-TEST_CASE("network 16x8: on a thread pool the layers run whole on one thread, the same output and plan") {
-  using threaded = net16::with_max_threads<2>;
-  static_assert(threaded::arena_bytes == net16::arena_bytes);  // no layer splits, so no workspace slices
-  const fixture<threaded> f(7);
-  const auto w = tools::quantize_network<threaded>(*f.fw, f.ranges);
+// On 4 threads: the stem, the 1x1s and the depthwise layer on the full maps, the resize, the attention gate's broadcast
+// mul and the transposed convolution split into 4 bands; hard swish, the SE gate's mul, the residual add and the last
+// logistic join the layer before them in row runs (one barrier each). The pools (MEAN) and the 1x1 layers of the
+// squeeze vectors run whole.
+using net16_four = net16_wide<4>;
+using row_run16 = net16_four::row_run;
+static_assert(net16_four::layer_bands<0>(4) == 4 && net16_four::layer_bands<8>(4) == 4 &&
+              net16_four::layer_bands<10>(4) == 4 && net16_four::layer_bands<13>(4) == 4 &&
+              net16_four::layer_bands<18>(4) == 4 && net16_four::layer_bands<19>(4) == 4);
+static_assert(net16_four::active_row_runs[1] == row_run16{0, 1} && net16_four::active_row_runs[8] == row_run16{7, 8} &&
+              net16_four::active_row_runs[11] == row_run16{10, 11} &&
+              net16_four::active_row_runs[20] == row_run16{19, 20});
+static_assert(net16_four::layer_bands<3>(4) == 1 && net16_four::layer_bands<15>(4) == 1);
+static_assert(net16_four::parallel_steps(4) == 6 && net16_four::parallel_steps(1) == 0);
+// A workspace slice per thread for the stem's patches and the transposed convolution's sums.
+static_assert(net16_four::arena_bytes > net16_wide<1>::arena_bytes);
+
+TEST_CASE("network 16x8: on 1..4 threads (and a wider pool) every output equals the serial run's; no heap running") {
+  using serial_net = net16_wide<1>;
+  const fixture<serial_net> f(11);
+  tools::reference_16x8<serial_net> oracle;
+  REQUIRE(oracle.quantize(*f.fw, f.ranges));
+  const auto w = tools::quantize_network<serial_net>(*f.fw, f.ranges);
   REQUIRE(w != nullptr);
-  const auto p = std::make_unique<threaded::prepared>(threaded::prepare(*w));
-  const std::vector<i16> q = tools::quantize_input<threaded>(*w, f.samples[2]);
-  std::vector<i16> serial(threaded::output_shape.elements()), pooled(serial.size());
-  test::aligned_arena arena(threaded::arena_bytes);
-  threaded::run(*p, tensor_view<const i16>(q.data(), threaded::input_shape),
-                tensor_view<i16>(serial.data(), threaded::output_shape), arena.bytes);
-  thread_pool pool(2);
-  threaded::run(*p, tensor_view<const i16>(q.data(), threaded::input_shape),
-                tensor_view<i16>(pooled.data(), threaded::output_shape), arena.bytes, pool);
-  CHECK(pooled == serial);
-  CHECK(threaded::parallel_steps(2) == 0);
+  std::vector<std::byte> blob(serial_net::blob_bytes);
+  REQUIRE(serial_net::save(*w, blob) == blob.size());
+  const auto tw = std::make_unique<net16_four::weights>();
+  REQUIRE(net16_four::load(blob, *tw));  // the same weights, planned for four threads
+  const auto serial_p = std::make_unique<serial_net::prepared>(serial_net::prepare(*w));
+  const auto p = std::make_unique<net16_four::prepared>(net16_four::prepare(*tw));
+  for (int sample = 0; sample < 2; ++sample) {
+    CAPTURE(sample);
+    const std::vector<i16> q = tools::quantize_input<serial_net>(*w, f.samples[std::size_t(sample)]);
+    const auto in = tensor_view<const i16>(q.data(), serial_net::input_shape);
+    std::vector<i16> serial(serial_net::output_shape.elements());
+    test::aligned_arena serial_arena(serial_net::arena_bytes);
+    serial_net::run(*serial_p, in, tensor_view<i16>(serial.data(), serial_net::output_shape), serial_arena.bytes);
+    REQUIRE(oracle.run(f.samples[std::size_t(sample)]));
+    CHECK(std::ranges::equal(serial, oracle.values(serial_net::tensor_count - 1)));
+    const tensor_view<const i16> serial_mid = serial_net::output_view<"mid">(serial_arena.bytes);
+
+    test::aligned_arena arena(net16_four::arena_bytes);
+    for (const int threads : {1, 2, 3, 4, 6}) {  // 6: more threads than the plan's 4, which idle
+      CAPTURE(threads);
+      thread_pool pool(threads);
+      for (int repeat = 0; repeat < 2; ++repeat) {
+        std::vector<i16> got(serial.size(), i16{0x5A5A});
+        const long before = test::heap_allocations();
+        net16_four::run(*p, in, tensor_view<i16>(got.data(), net16_four::output_shape), arena.bytes, pool);
+        CHECK(test::heap_allocations() == before);
+        CHECK(got == serial);
+        const tensor_view<const i16> mid = net16_four::output_view<"mid">(arena.bytes);
+        bool mid_equal = true;
+        for (int y = 0; y < mid.height(); ++y)
+          for (int x = 0; x < mid.width(); ++x)
+            for (int c = 0; c < mid.channels(); ++c) mid_equal = mid_equal && mid(0, y, x, c) == serial_mid(0, y, x, c);
+        CHECK(mid_equal);
+      }
+    }
+  }
 }
 
 TEST_CASE("network 16x8: weights blob round trip; a blob of the i8 network is refused") {

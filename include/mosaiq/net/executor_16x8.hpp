@@ -7,10 +7,14 @@
 // op, each bit-exact with the reference it replaces. tools::reference_16x8<Net> runs the same references layer by
 // layer and is the oracle these executors are tested against (tests/network_16x8_test.cpp).
 //
-// The executor contract is net/executor.hpp's. Every executor here runs whole on one thread (no run_rows), so a 16x8
-// network has no row bands, row runs or band chains yet. The requantization parameters are built once at prepare();
-// a run does not allocate (the GEMM layers' patches and sums, and the reference transposed convolution's int64
-// accumulators, are the layers' planned workspaces).
+// The executor contract is net/executor.hpp's. Every executor on a SIMD kernel has run_rows (output rows of a band,
+// bit-identical to those rows of a whole run: the kernels' run_rows entry points, or the same op on the bands' rows
+// for the pixel-wise ones, which are row_local), so a 16x8 network runs its layers in row bands on a thread pool,
+// and its pixel-wise layers in row runs. Whole-layer, on one thread: the average pools and MEAN (int16 references),
+// depth multipliers above 1 and the transposed convolutions with overlapping taps (references). No band chains yet
+// (net/bands.hpp reads windows of 8-bit maps). The requantization parameters are built once at prepare(); a run does
+// not allocate (the GEMM layers' patches and sums, and the reference transposed convolution's int64 accumulators,
+// are the layers' planned workspaces, a slice per thread).
 //
 // Layer kinds without a 16x8 executor (max pool, nearest resize, softmax, log-softmax, concat) are refused at
 // compile time by the network (has_16x8_executor).
@@ -109,6 +113,13 @@ struct kernel_executor_16x8 : plain_executor {
     else
       s.kernel(in[0], out);
   }
+  static void run_rows(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out,
+                       std::span<std::byte> scratch, row_band band) {
+    if constexpr (kernel_with_workspace_16x8<Kernel>)
+      s.kernel.run_rows(in[0], out, scratch, band);
+    else
+      s.kernel.run_rows(in[0], out, band);
+  }
 };
 
 /// A layer whose params are built from its input and output scales, run by an element-wise reference.
@@ -126,9 +137,25 @@ params_state_16x8<Params> params_from_scales_16x8(const W& w, const std::array<q
   return {make(in[0].scale, w.output.scale), w.output};
 }
 
-/// Element-wise layers whose references allow the output to be an input (reference/int16.hpp: "out may be in").
+/// Element-wise layers whose references allow the output to be an input (reference/int16.hpp: "out may be in"). A
+/// band is the same op on the band's rows of every input (detail::rows_of: an input of one row whole).
 struct in_place_executor_16x8 : plain_executor {
   static constexpr bool in_place = true;
+  static constexpr bool row_local = true;
+};
+
+/// A one-input element-wise layer on its kernel object: the whole map, or a band's rows.
+template <class Kernel>
+struct unary_executor_16x8 : in_place_executor_16x8 {
+  using kernel = Kernel;
+  using state = kernel_state<Kernel>;
+  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
+    s.kernel(in[0], out);
+  }
+  static void run_rows(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>,
+                       row_band band) {
+    s.kernel(rows_of(in, band)[0], out.row_slice(band.first, band.rows()));
+  }
 };
 
 }  // namespace detail
@@ -165,7 +192,10 @@ requires(C.depth_multiplier != 1) struct executor<layers::depthwise<C>, i16, R, 
 template <layers::pointwise_config C, rounding R, shape In, shape Out>
 struct executor<layers::pointwise<C>, i16, R, In, Out>
     : detail::kernel_executor_16x8<pointwise16x8<pointwise16x8_config{.out_channels = C.out_channels}>, In.channels,
-                                   C.act> {};
+                                   C.act> {
+  // A 1x1 window without stride: output pixel (y, x) reads input pixel (y, x) only.
+  static constexpr bool row_local = true;
+};
 
 namespace detail {
 
@@ -227,11 +257,15 @@ struct executor<layers::resize_bilinear<C>, i16, R, In, Out> : detail::same_quan
   static void run(const state&, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
     resize_bilinear16x8<R>(in[0], out, C.mode);
   }
+  static void run_rows(const state&, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>,
+                       row_band band) {
+    resize_bilinear16x8_rows<R>(in[0], out, C.mode, band);
+  }
 };
 
 /// Output at the fixed 1/32768 scale (TFLite's int16 LOGISTIC), on the SIMD 16x8 kernel (ops/eltwise16x8.hpp).
 template <int U, rounding R, shape In, shape Out>
-struct executor<layers::logistic<U>, i16, R, In, Out> : detail::in_place_executor_16x8 {
+struct executor<layers::logistic<U>, i16, R, In, Out> : detail::unary_executor_16x8<logistic16x8> {
   using kernel = logistic16x8;
   using state = detail::kernel_state<kernel>;
   template <class W>
@@ -240,23 +274,17 @@ struct executor<layers::logistic<U>, i16, R, In, Out> : detail::in_place_executo
     if (!detail::zero_points_16x8(in, output)) return {kernel{}, output};
     return {kernel(in[0].scale), output};
   }
-  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    s.kernel(in[0], out);
-  }
 };
 
 /// On the SIMD 16x8 kernel (ops/eltwise16x8.hpp), built once at prepare().
 template <int U, rounding R, shape In, shape Out>
-struct executor<layers::hard_swish<U>, i16, R, In, Out> : detail::in_place_executor_16x8 {
+struct executor<layers::hard_swish<U>, i16, R, In, Out> : detail::unary_executor_16x8<hard_swish16x8<R>> {
   using kernel = hard_swish16x8<R>;
   using state = detail::kernel_state<kernel>;
   template <class W>
   static state prepare(const W& w, const std::array<quant_params, 1>& in) {
     if (!detail::zero_points_16x8(in, w.output)) return {kernel{}, w.output};
     return {kernel(in[0].scale, w.output.scale), w.output};
-  }
-  static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    s.kernel(in[0], out);
   }
 };
 
@@ -274,6 +302,11 @@ struct binary_executor_16x8 : in_place_executor_16x8 {
   }
   static void run(const state& s, const input_views<i16, 2>& in, tensor_view<i16> out, std::span<std::byte>) {
     s.kernel(in[0], in[1], out);
+  }
+  static void run_rows(const state& s, const input_views<i16, 2>& in, tensor_view<i16> out, std::span<std::byte>,
+                       row_band band) {
+    const input_views<i16, 2> rows = rows_of(in, band);
+    s.kernel(rows[0], rows[1], out.row_slice(band.first, band.rows()));
   }
 };
 

@@ -370,8 +370,8 @@ class network {
   /// The banding choice the network was declared with (Input::with_banding<...>; net/banding.hpp).
   static constexpr banding band_plan = Input::bands;
   static_assert(!std::same_as<element_type, i16> || Input::bands.how == banding::choice::off,
-                "mosaiq::network: an i16 (16x8) network runs layer by layer for now: its executors have no row bands "
-                "(net/executor_16x8.hpp); leave the banding off");
+                "mosaiq::network: an i16 (16x8) network has no band chains yet: net/bands.hpp runs 8-bit maps only "
+                "(its layers run in row bands on threads); leave the banding off");
   static constexpr std::size_t layer_count = sizeof...(Layers);
   static_assert(layer_count >= 1, "mosaiq::network: give at least one layer");
 
