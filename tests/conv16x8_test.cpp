@@ -115,6 +115,10 @@ void check_run_misuse(const Layer& layer, const Layer& unloaded, shape in_shape,
   reported(errc::null_pointer);
   unloaded(input, output, workspace);
   reported(errc::invalid_argument);
+  for (const row_band band : {row_band{-1, 1}, row_band{1, 0}, row_band{0, out_shape.height + 1}}) {
+    layer.run_rows(input, output, workspace, band);  // outside the output rows
+    reported(errc::invalid_argument);
+  }
   CHECK(out == untouched);
 }
 

@@ -251,6 +251,12 @@ TEST_CASE("depthwise16x8: misuse is reported and leaves the output untouched") {
   errors.reset();
   no_filter(tensor_view<const i16>(in.data(), {3, 3, 4}), tensor_view<i16>(out.data(), {3, 3, 4}));
   CHECK(errors.last() == errc::invalid_argument);
+  errors.reset();
+  for (const row_band band : {row_band{-1, 2}, row_band{2, 1}, row_band{0, 4}}) {  // outside the 3 output rows
+    layer.run_rows(tensor_view<const i16>(in.data(), {3, 3, 4}), tensor_view<i16>(out.data(), {3, 3, 4}), band);
+    CHECK(errors.last() == errc::invalid_argument);
+    errors.reset();
+  }
   CHECK(out == untouched);
 }
 

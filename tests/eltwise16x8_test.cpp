@@ -417,5 +417,12 @@ TEST_CASE("eltwise16x8: misuse is reported and leaves the output untouched") {
   errors.reset();
   resize_bilinear16x8(a, tensor_view<i16>(out.data(), {2, 3, 3}), resize_mode::half_pixel);  // channels
   CHECK(errors.last() == errc::shape_mismatch);
+  errors.reset();
+  for (const row_band band : {row_band{-1, 1}, row_band{2, 1}, row_band{0, 3}}) {  // outside the 2 output rows
+    resize_bilinear16x8_rows<rounding::tflite_reference>(a, tensor_view<i16>(out.data(), {2, 3, 4}),
+                                                         resize_mode::half_pixel, band);
+    CHECK(errors.last() == errc::invalid_argument);
+    errors.reset();
+  }
   CHECK(out == untouched);
 }

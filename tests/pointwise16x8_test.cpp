@@ -267,6 +267,12 @@ TEST_CASE("pointwise16x8: misuse is reported and leaves the output untouched") {
   errors.reset();
   no_filter(tensor_view<const i16>(in.data(), {2, 2, 4}), tensor_view<i16>(out.data(), {2, 2, 8}));
   CHECK(errors.last() == errc::invalid_argument);
+  errors.reset();
+  for (const row_band band : {row_band{-1, 1}, row_band{2, 1}, row_band{0, 3}}) {  // outside the 2 output rows
+    layer.run_rows(tensor_view<const i16>(in.data(), {2, 2, 4}), tensor_view<i16>(out.data(), {2, 2, 8}), band);
+    CHECK(errors.last() == errc::invalid_argument);
+    errors.reset();
+  }
   CHECK(out == untouched);
 }
 
