@@ -1,6 +1,6 @@
 // The multi-target link test: this program links the objects of tests/multitarget/network.cpp built
 // for scalar, AVX2 and AVX-512 VNNI (and AVX-VNNI where the compiler has it). Each object exports
-// the same two networks under target-named entries; every target the CPU runs must give the scalar
+// the same three networks (u8, i8, i16) under target-named entries; every target the CPU runs must give the scalar
 // build's output bit for bit, and runtime dispatch must pick the best of them. That the objects
 // share no mosaiq symbol is checked on the objects themselves (multitarget/check_symbols.cmake).
 // This file is compiled for the x86-64 baseline, as a dispatching program is.
@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <span>
 #include <string>
@@ -18,11 +19,14 @@
 
 #include "allocation_counter.hpp"
 #include "mosaiq/dispatch.hpp"
+#include "mosaiq/tools/calibrate.hpp"
+#include "mosaiq/tools/quantize_16x8.hpp"
 #include "multitarget/networks.hpp"
 #include "support.hpp"
 
 MOSAIQ_DECLARE_NETWORK_ENTRIES(mt_u8_net)
 MOSAIQ_DECLARE_NETWORK_ENTRIES(mt_i8_net)
+MOSAIQ_DECLARE_NETWORK_ENTRIES(mt_i16_net)
 
 namespace {
 
@@ -65,6 +69,30 @@ mt::i8_net::weights i8_weights(std::uint32_t seed) {
   fill_filtered<i8>(w.layer<2>(), rng, quant());
   fill_filtered<i8>(w.layer<3>(), rng, quant());
   return w;
+}
+
+/// 16x8 weights as a user gets them: random float weights, ranges calibrated on random inputs, the 16x8 rules
+/// (tools/quantize_16x8.hpp), so every scale is one the 16x8 kernels take.
+mt::i16_net::weights i16_weights(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> weight(0.0f, 0.3f);
+  auto fw = std::make_unique<tools::float_weights<mt::i16_net>>();
+  mosaiq::detail::for_index_chunks<mt::i16_net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&](auto& layer) {
+          if constexpr (requires { layer.filter; }) {
+            for (auto& w : layer.filter) w = weight(rng);
+            for (auto& b : layer.bias) b = weight(rng);
+          }
+        }(fw->template layer<I>()),
+        ...);
+  });
+  std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
+  std::vector<std::vector<float>> samples(3, std::vector<float>(mt::i16_net::input_shape.elements()));
+  for (auto& sample : samples) std::generate(sample.begin(), sample.end(), [&] { return pixel(rng); });
+  const auto w = tools::quantize_network<mt::i16_net>(*fw, tools::calibrate(*fw, samples));
+  REQUIRE(w != nullptr);
+  return *w;
 }
 
 /// The blob of `w`, written by this unit's (baseline) build of the network type.
@@ -160,14 +188,20 @@ std::string check_targets_agree(const dispatch::entry_list& entries, const typen
 TEST_CASE("multitarget: the linked entries are the ones built, each naming its own target") {
   const dispatch::entry_list u8_entries = MOSAIQ_NETWORK_ENTRIES(mt_u8_net);
   const dispatch::entry_list i8_entries = MOSAIQ_NETWORK_ENTRIES(mt_i8_net);
+  const dispatch::entry_list i16_entries = MOSAIQ_NETWORK_ENTRIES(mt_i16_net);
   for (std::size_t i = 0; i < dispatch::target_count; ++i) {
     CAPTURE(i);
     CHECK((u8_entries[i] == nullptr) == (i8_entries[i] == nullptr));
+    CHECK((u8_entries[i] == nullptr) == (i16_entries[i] == nullptr));
     if (u8_entries[i] == nullptr) continue;
     CHECK(u8_entries[i]->isa == dispatch::target(i));
     CHECK(i8_entries[i]->isa == dispatch::target(i));
+    CHECK(i16_entries[i]->isa == dispatch::target(i));
     CHECK(u8_entries[i]->type == dispatch::element::u8);
     CHECK(i8_entries[i]->type == dispatch::element::i8);
+    CHECK(i16_entries[i]->type == dispatch::element::i16);
+    CHECK(i16_entries[i]->blob_bytes == mt::i16_net::blob_bytes);
+    CHECK(i16_entries[i]->arena_bytes == mt::i16_net::arena_bytes);
     CHECK(u8_entries[i]->macs == mt::u8_net::macs);
     CHECK(u8_entries[i]->blob_bytes == mt::u8_net::blob_bytes);
   }
@@ -189,8 +223,11 @@ TEST_CASE("multitarget: every target this CPU runs gives the scalar build's outp
         check_targets_agree<mt::u8_net>(MOSAIQ_NETWORK_ENTRIES(mt_u8_net), u8_weights(seed), seed * 7);
     const std::string i8_ran =
         check_targets_agree<mt::i8_net>(MOSAIQ_NETWORK_ENTRIES(mt_i8_net), i8_weights(seed), seed * 11);
+    const std::string i16_ran =
+        check_targets_agree<mt::i16_net>(MOSAIQ_NETWORK_ENTRIES(mt_i16_net), i16_weights(seed), seed * 13);
     MESSAGE("targets run: " << u8_ran);
     CHECK(u8_ran == i8_ran);
+    CHECK(u8_ran == i16_ran);
     if (cpu_supports(dispatch::target::avx2)) CHECK(u8_ran.find("avx2 ") != std::string::npos);
   }
 }
@@ -272,6 +309,72 @@ TEST_CASE("multitarget: thread pools, extra outputs and the profile cross the bo
     REQUIRE(lines.size() == op_layers + 2);  // header, rows, total
     CHECK(lines.back().starts_with("total: "));
   }
+}
+
+TEST_CASE("multitarget: an i16 (16x8) network crosses the boundary as int16 views, its element checked") {
+  const mt::i16_net::weights w = i16_weights(8);
+  const std::vector<std::byte> blob = blob_of<mt::i16_net>(w);
+  const strided_tensor<i16> input(mt::i16_net::input_shape, 1, 17);
+  // The network run directly by this (baseline) unit: main and extra output.
+  const auto direct = std::make_unique<mt::i16_net::prepared>(mt::i16_net::prepare(w));
+  strided_tensor<i16> expected(mt::i16_net::output_shape, 0, 3);
+  test::aligned_arena direct_arena(mt::i16_net::arena_bytes);
+  mt::i16_net::run(*direct, input.cview(), expected.view(), direct_arena.bytes);
+  const tensor_view<const i16> expected_gate = mt::i16_net::output_view<"gate">(direct_arena.bytes);
+  const std::vector<i16> expected_gate_values(expected_gate.data(),
+                                              expected_gate.data() + expected_gate.dims().elements());
+  // Not a constant map: the weights reach the output.
+  const auto [low, high] = std::ranges::minmax(expected.values);
+  CHECK(low < high);
+
+  thread_pool pool(2);
+  for (const dispatch::network_entry* entry : MOSAIQ_NETWORK_ENTRIES(mt_i16_net)) {
+    if (entry == nullptr || !cpu_supports(entry->isa)) continue;
+    CAPTURE(to_string(entry->isa));
+    prepared_entry p(*entry, blob);
+    CHECK(p.net.element() == "i16");
+    CHECK(p.net.input_quant() == direct->tensor_quant(0));
+    CHECK(p.net.output_quant() == direct->tensor_quant(mt::i16_net::tensor_count - 1));
+    test::aligned_arena arena(p.net.arena_bytes());
+    strided_tensor<i16> output(mt::i16_net::output_shape, 0, 3);
+    const long allocations_before = test::heap_allocations();
+    REQUIRE(p.net.run(input.cview(), output.view(), arena.bytes, pool).ok());
+    CHECK(test::heap_allocations() == allocations_before);
+    CHECK(output.values == expected.values);
+    const tensor_view<const i16> gate = p.net.extra_output<i16>("gate", arena.bytes);
+    REQUIRE(gate.data() != nullptr);
+    CHECK(std::vector<i16>(gate.data(), gate.data() + gate.dims().elements()) == expected_gate_values);
+    CHECK(p.net.extra_output_quant("gate") == direct->tensor_quant(mt::i16_net::tensor_named<"gate">));
+
+    strided_tensor<i16> profiled(mt::i16_net::output_shape, 0, 3);
+    const std::vector<std::string> lines = printed_lines([&](std::FILE* file) {
+      CHECK(p.net.profile(input.cview(), profiled.view(), arena.bytes, 2, file, pool).ok());
+    });
+    CHECK(profiled.values == expected.values);
+    REQUIRE_FALSE(lines.empty());
+    CHECK(lines.back().starts_with("total: "));
+
+    // 8-bit views are refused before anything runs, and an 8-bit extra output is not handed out.
+    std::vector<i8> i8_output(mt::i16_net::output_shape.elements(), 5);
+    const std::vector<i8> i8_input(mt::i16_net::input_shape.elements());
+    CHECK(p.net
+              .run(tensor_view<const i8>(i8_input.data(), mt::i16_net::input_shape),
+                   tensor_view<i8>(i8_output.data(), mt::i16_net::output_shape), arena.bytes)
+              .code == errc::invalid_argument);
+    CHECK(std::ranges::all_of(i8_output, [](i8 v) { return v == 5; }));
+    test::recording_handler errors;
+    CHECK(p.net.extra_output<i8>("gate", arena.bytes).data() == nullptr);
+    CHECK(errors.calls() == 1);
+  }
+  // And the reverse: an 8-bit network takes no int16 views.
+  const dispatch::network_entry& i8_entry = *MOSAIQ_NETWORK_ENTRIES(mt_i8_net)[std::size_t(dispatch::target::scalar)];
+  prepared_entry p8(i8_entry, blob_of<mt::i8_net>(i8_weights(8)));
+  CHECK(p8.net.element() == "i8");
+  test::aligned_arena arena8(p8.net.arena_bytes());
+  const strided_tensor<i16> input16(mt::i8_net::input_shape, 0, 1);
+  strided_tensor<i16> output16(mt::i8_net::output_shape, 0, 2);
+  CHECK(p8.net.run(input16.cview(), output16.view(), arena8.bytes).code == errc::invalid_argument);
+  CHECK(dispatched_network(dispatch::entry_list{}).element() == "none");
 }
 
 TEST_CASE("multitarget: extra outputs and executors are checked at the boundary") {

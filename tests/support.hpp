@@ -87,7 +87,7 @@ class recording_handler {
 inline constexpr std::int32_t q31_half = std::int32_t{1} << 30;  // 0.5 as a Q31 multiplier
 
 /// `count` values drawn uniformly from [lo, hi], by default T's whole range.
-template <quantized_element T>
+template <network_element T>
 std::vector<T> random_values(std::mt19937& rng, std::size_t count, int lo = element_traits<T>::min,
                              int hi = element_traits<T>::max) {
   std::uniform_int_distribution<int> value(lo, hi);

@@ -1,16 +1,19 @@
 // MediaPipe Selfie Segmentation, a trained model, as mosaiq static networks generated at build time from its two
 // .tflite files (256x256 and 144x256 "landscape"): mosaiq_add_model imported the float models (float16 weights) and
-// quantized them to int8 on face-api's six demo photos (examples/CMakeLists.txt). Runs one on a photo, prints the
-// per-layer profile, and writes the person mask (grayscale, the photo's size) and a composite with the background
-// blurred.
+// quantized them on face-api's six demo photos (examples/CMakeLists.txt), twice: int8, and TFLite's 16x8 mode (int16
+// activations, int8 filters: the more accurate one, about 1.3x the int8 frame's time). Runs one on a photo, prints
+// the per-layer profile, and writes the person mask (grayscale, the photo's size) and a composite with the
+// background blurred.
 //
-//   selfie_segmentation [--model square|landscape] [--threads N] [--runs N] photo.(jpg|png|...) [output prefix]
+//   selfie_segmentation [--type i8|i16] [--model square|landscape] [--threads N] [--runs N] photo.(jpg|png|...)
+//                       [output prefix]
 //
-// The model is the landscape one for photos wider than tall, else the square one, unless --model says. Writes
-// <prefix>_mask.png and <prefix>_blurred.jpg (prefix: the photo's name without extension, in the current directory).
+// --type picks the element (default i8). The model is the landscape one for photos wider than tall, else the square
+// one, unless --model says. Writes <prefix>_mask.png and <prefix>_blurred.jpg (prefix: the photo's name without
+// extension, in the current directory).
 //
-// One portable binary: both networks are built once per target (selfie_networks.cpp) and the best target this CPU
-// runs is picked at start; the first line says which.
+// One portable binary: every network is built once per target (selfie_networks.cpp, selfie_networks_16x8.cpp) and
+// the best target this CPU runs is picked at start; the "target" line says which, and with which element.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -34,17 +37,24 @@
 #include "../common/aligned_bytes.hpp"
 #include "../common/threads.hpp"
 #include "selfie_landscape.hpp"
+#include "selfie_landscape_i16.hpp"
 #include "selfie_square.hpp"
+#include "selfie_square_i16.hpp"
 
 MOSAIQ_DECLARE_NETWORK_ENTRIES(selfie_square_net)
 MOSAIQ_DECLARE_NETWORK_ENTRIES(selfie_landscape_net)
+MOSAIQ_DECLARE_NETWORK_ENTRIES(selfie_square_i16_net)
+MOSAIQ_DECLARE_NETWORK_ENTRIES(selfie_landscape_i16_net)
 
 namespace {
 
 namespace mq = mosaiq;
-using T = selfie_square::network::element_type;
-static_assert(std::is_same_v<T, selfie_landscape::network::element_type>);
-// examples/CMakeLists.txt builds both for mosaiq_examples::max_threads threads (MAX_THREADS).
+// The generated 16x8 networks are the int8 ones with int16 activations: the same layers, compiled once.
+static_assert(std::is_same_v<selfie_square_i16::network, selfie_square::network::with_element<mq::i16>> &&
+              std::is_same_v<selfie_landscape_i16::network, selfie_landscape::network::with_element<mq::i16>>);
+static_assert(std::is_same_v<selfie_square::network::element_type, mq::i8> &&
+              std::is_same_v<selfie_landscape::network::element_type, mq::i8>);
+// examples/CMakeLists.txt builds them for mosaiq_examples::max_threads threads (MAX_THREADS).
 static_assert(selfie_square::network::max_threads == mosaiq_examples::max_threads &&
               selfie_landscape::network::max_threads == mosaiq_examples::max_threads);
 
@@ -132,7 +142,8 @@ int write_results(const mq::tools::rgb_image& photo, const std::vector<float>& p
 struct options {
   const char* photo_path = nullptr;
   std::string prefix;
-  std::string_view model;  // "square", "landscape" or empty (by the photo's orientation)
+  std::string_view model;        // "square", "landscape" or empty (by the photo's orientation)
+  std::string_view type = "i8";  // "i8" or "i16"
   int runs = 20;
   int threads = 1;
 };
@@ -142,6 +153,7 @@ struct options {
 template <class Net>
 int segment(const mq::dispatch::entry_list& entries, const char* blob_path, const char* model_name,
             const mq::tools::rgb_image& photo, const options& o) {
+  using T = typename Net::element_type;
   const mq::dispatch::network_entry* entry = mq::select_entry(entries);
   if (entry == nullptr) {
     std::fprintf(stderr, "no linked target of the %s model runs on this CPU\n", model_name);
@@ -158,8 +170,10 @@ int segment(const mq::dispatch::entry_list& entries, const char* blob_path, cons
   std::vector<T> output(Net::output_shape.elements());
   mosaiq_examples::aligned_bytes arena(network.arena_bytes(), 64);
 
-  std::printf("mosaiq: MediaPipe Selfie Segmentation, %s model (generated from its .tflite), int8, target %.*s\n",
-              model_name, int(network.target().size()), network.target().data());
+  std::printf("mosaiq: MediaPipe Selfie Segmentation, %s model (generated from its .tflite)\n", model_name);
+  std::printf("target    %.*s, element %.*s (%s)\n", int(network.target().size()), network.target().data(),
+              int(network.element().size()), network.element().data(),
+              std::is_same_v<T, mq::i16> ? "16x8: int16 activations, int8 filters" : "int8 activations and filters");
   std::printf("photo     %s (%dx%d, stretched to %dx%d, / 255)\n", o.photo_path, photo.width, photo.height,
               Net::input_shape.width, Net::input_shape.height);
   std::printf("network   %zu layers, %.2f M MACs, arena %zu bytes, weights %llu bytes, %d thread%s\n\n",
@@ -185,6 +199,8 @@ bool parse(int argc, char** argv, options& o) {
       o.runs = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--model" && i + 1 < argc)
       o.model = argv[++i];
+    else if (arg == "--type" && i + 1 < argc)
+      o.type = argv[++i];
     else if (o.photo_path == nullptr && !arg.starts_with("--"))
       o.photo_path = argv[i];
     else if (o.prefix.empty() && !arg.starts_with("--"))
@@ -194,7 +210,7 @@ bool parse(int argc, char** argv, options& o) {
   }
   if (o.prefix.empty() && o.photo_path != nullptr) o.prefix = std::filesystem::path(o.photo_path).stem().string();
   return o.photo_path != nullptr && o.threads != 0 &&
-         (o.model.empty() || o.model == "square" || o.model == "landscape");
+         (o.model.empty() || o.model == "square" || o.model == "landscape") && (o.type == "i8" || o.type == "i16");
 }
 
 }  // namespace
@@ -202,13 +218,23 @@ bool parse(int argc, char** argv, options& o) {
 int main(int argc, char** argv) {
   options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(stderr, "usage: %s [--model square|landscape] [--threads 1..%d] [--runs N] photo [output prefix]\n",
+    std::fprintf(stderr,
+                 "usage: %s [--type i8|i16] [--model square|landscape] [--threads 1..%d] [--runs N] photo "
+                 "[output prefix]\n",
                  argv[0], mosaiq_examples::max_threads);
     return 2;
   }
   mq::tools::rgb_image photo;
   if (!load_photo(o.photo_path, photo)) return 1;
   const bool landscape = o.model.empty() ? photo.width > photo.height : o.model == "landscape";
+  if (o.type == "i16") {
+    if (landscape)
+      return segment<selfie_landscape_i16::network>(MOSAIQ_NETWORK_ENTRIES(selfie_landscape_i16_net),
+                                                    MOSAIQ_MODEL_SELFIE_LANDSCAPE_I16_WEIGHTS, "landscape 144x256",
+                                                    photo, o);
+    return segment<selfie_square_i16::network>(MOSAIQ_NETWORK_ENTRIES(selfie_square_i16_net),
+                                               MOSAIQ_MODEL_SELFIE_SQUARE_I16_WEIGHTS, "square 256x256", photo, o);
+  }
   if (landscape)
     return segment<selfie_landscape::network>(MOSAIQ_NETWORK_ENTRIES(selfie_landscape_net),
                                               MOSAIQ_MODEL_SELFIE_LANDSCAPE_WEIGHTS, "landscape 144x256", photo, o);

@@ -10,7 +10,7 @@
 //   MOSAIQ_DECLARE_NETWORK_ENTRIES(face_net)
 //   mosaiq::dispatched_network net(MOSAIQ_NETWORK_ENTRIES(face_net));   // picks, e.g. "avx2"
 //   net.prepare(blob, state_storage);                    // load time: weights, packing
-//   net.run(input, output, arena);                       // no heap
+//   net.run(input, output, arena);                       // no heap; views of the network's element (u8, i8, i16)
 //   net.run(input, output, arena, pool);                 // on a thread pool (any parallel_executor)
 //   net.extra_output<u8>("box0", arena);                 // a layers::output, where run() left it
 //   net.profile(input, output, arena, 10, stdout, pool); // the per-layer table of mosaiq::profile
@@ -40,7 +40,8 @@
 
 namespace mosaiq::dispatch {
 
-enum class element : std::uint8_t { u8, i8 };
+/// A network's activation element: the 8-bit ones, or i16 for TFLite's 16x8 mode (int16 activations, int8 filters).
+enum class element : std::uint8_t { u8, i8, i16 };
 
 /// A batch-1 NHWC tensor: `pixel_stride` elements between pixels, rows packed (as tensor_view).
 struct tensor_ref {
@@ -145,6 +146,17 @@ using entry_list = std::array<const network_entry*, target_count>;
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
+/// The dispatch::element of a network element type (what an exported entry records, and what run() checks).
+template <network_element T>
+inline constexpr dispatch::element dispatch_element = std::same_as<T, u8>   ? dispatch::element::u8
+                                                      : std::same_as<T, i8> ? dispatch::element::i8
+                                                                            : dispatch::element::i16;
+
+/// "u8", "i8" or "i16".
+constexpr std::string_view to_string(dispatch::element e) noexcept {
+  return e == dispatch::element::u8 ? "u8" : e == dispatch::element::i8 ? "i8" : "i16";
+}
+
 /// The best linked entry this CPU runs (the list is best first), or null when there is none.
 inline const dispatch::network_entry* select_entry(const dispatch::entry_list& entries) noexcept {
   for (const dispatch::network_entry* entry : entries)
@@ -167,6 +179,8 @@ class dispatched_network {
 
   bool selected() const noexcept { return entry_ != nullptr; }
   std::string_view target() const noexcept { return entry_ ? to_string(entry_->isa) : "none"; }
+  /// The element type run() takes ("u8", "i8" or "i16"; "none" when no entry was picked).
+  std::string_view element() const noexcept { return entry_ ? to_string(entry_->type) : "none"; }
   /// Whether the chosen target's layers run on AMX (decided by that target's own detection).
   bool uses_amx() const noexcept { return entry_ && entry_->amx_enabled(); }
 
@@ -199,14 +213,14 @@ class dispatched_network {
 
   /// Computes the network: `input` and `output` have its shapes and batch 1, `arena` at least
   /// arena_bytes() bytes, 64-byte aligned. No heap allocation.
-  template <quantized_element T>
+  template <network_element T>
   status run(tensor_view<const T> input, tensor_view<T> output, std::span<std::byte> arena) const noexcept {
     serial_executor serial;
     return run(input, output, arena, serial);
   }
 
   /// The same with the layers on `exec`'s threads (bit-identical to the serial run).
-  template <quantized_element T, parallel_executor E>
+  template <network_element T, parallel_executor E>
   status run(tensor_view<const T> input, tensor_view<T> output, std::span<std::byte> arena, E& exec) const noexcept {
     if (const status s = check_run<T>(input, output); !s) return s;
     return from(entry_->run(state_, to_ref(input), to_ref(output), arena.data(), arena.size(), to_executor_ref(exec)));
@@ -214,7 +228,7 @@ class dispatched_network {
 
   /// mosaiq::profile in the chosen target: one warm-up and `runs` timed runs on `exec`'s threads,
   /// the per-layer table printed to `out` (nullptr: nothing printed).
-  template <quantized_element T, parallel_executor E>
+  template <network_element T, parallel_executor E>
   status profile(tensor_view<const T> input, tensor_view<T> output, std::span<std::byte> arena, int runs,
                  std::FILE* out, E& exec) const noexcept {
     if (const status s = check_run<T>(input, output); !s) return s;
@@ -225,12 +239,12 @@ class dispatched_network {
   /// The extra output `name` (a layers::output of the network) as the last run() left it in
   /// `arena`. Misuse (no such output, another element type, an arena too small) goes to the error
   /// handler (mosaiq::require) and gives an empty view.
-  template <quantized_element T>
+  template <network_element T>
   tensor_view<const T> extra_output(std::string_view name, std::span<const std::byte> arena) const noexcept {
     const dispatch::extra_output* found = find_output(name);
     if (!require(found != nullptr, errc::invalid_argument,
                  "dispatched_network::extra_output: no output of this name") ||
-        !require(entry_->type == element_of<T>(), errc::invalid_argument,
+        !require(entry_->type == dispatch_element<T>, errc::invalid_argument,
                  "dispatched_network::extra_output: the network's element type differs"))
       return {};
     const shape dims = to_shape(found->dims);
@@ -261,7 +275,7 @@ class dispatched_network {
   template <class T>
   status check_run(const tensor_view<const T>& input, const tensor_view<T>& output) const noexcept {
     if (!state_) return {errc::invalid_argument, "dispatched_network::run: prepare() has not succeeded"};
-    if (entry_->type != element_of<T>())
+    if (entry_->type != dispatch_element<T>)
       return {errc::invalid_argument, "dispatched_network::run: the network's element type differs"};
     if (input.batch() != 1 || output.batch() != 1)
       return {errc::shape_mismatch, "dispatched_network::run: batch must be 1"};
@@ -283,10 +297,6 @@ class dispatched_network {
               auto call = [&](std::size_t t) { task(task_context, t); };
               static_cast<E*>(context)->parallel_for(tasks, task_function(call));
             }};
-  }
-  template <class T>
-  static constexpr dispatch::element element_of() noexcept {
-    return std::same_as<T, u8> ? dispatch::element::u8 : dispatch::element::i8;
   }
   template <class T>
   static dispatch::tensor_ref to_ref(const tensor_view<T>& v) noexcept {

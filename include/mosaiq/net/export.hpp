@@ -39,9 +39,6 @@ namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::detail {
 template <class Net>
 struct exported_network {
   using T = typename Net::element_type;
-  static_assert(quantized_element<T>,
-                "MOSAIQ_EXPORT_NETWORK: the dispatch layer takes u8 and i8 networks; an i16 (16x8) network is not "
-                "exportable yet");
 
   /// Weights and prepared network, placed in the caller's storage (prepared refers to weights).
   struct state {
@@ -162,7 +159,7 @@ struct exported_network {
 
   static constexpr dispatch::network_entry entry() noexcept {
     return {compiled_target,
-            std::same_as<T, u8> ? dispatch::element::u8 : dispatch::element::i8,
+            dispatch_element<T>,
             {Net::input_shape.height, Net::input_shape.width, Net::input_shape.channels},
             {Net::output_shape.height, Net::output_shape.width, Net::output_shape.channels},
             Net::arena_bytes,
