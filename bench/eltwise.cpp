@@ -5,7 +5,8 @@
 // max_pooling2d_nhwc_u8/s8), and a memcpy of the op's input bytes: the bandwidth floor of a one-pass op.
 // Every implementation's output is first checked against mosaiq::reference (mosaiq exact, XNNPACK within 1 LSB:
 // it requantizes with its own fixed-point or float formulas). The `_i16x8` rows: mosaiq's 16x8 add and mul
-// (int16 activations, ops/eltwise16x8.hpp) on the shapes of the 8-bit rows beside them.
+// (int16 activations, ops/eltwise16x8.hpp) and its 16x8 average pool and MEAN (ops/pool16x8.hpp) on the shapes of
+// the 8-bit rows beside them.
 #include "mosaiq/ops/eltwise.hpp"
 
 #include <algorithm>
@@ -14,14 +15,17 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "baselines.hpp"
 #include "common.hpp"
 #include "mosaiq/ops/eltwise16x8.hpp"
 #include "mosaiq/ops/pool.hpp"
+#include "mosaiq/ops/pool16x8.hpp"
 #include "mosaiq/reference/eltwise.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/reference/pool.hpp"
@@ -182,6 +186,27 @@ void register_binary(binary_op op, shape dims, shape b_dims) {
   register_memcpy<T>(p);
 }
 
+/// A 16x8 row: `run` writes `out`, checked equal to `expected` (the reference's output) once, then timed; MB/s
+/// counts `input_bytes`. `inputs` keeps the buffers the run's views point into.
+template <class Inputs>
+void register_exact_i16x8(std::string_view op, const std::string& case_name, std::function<void()> run,
+                          std::shared_ptr<aligned_buffer<i16>> out, std::shared_ptr<aligned_buffer<i16>> expected,
+                          std::int64_t input_bytes, Inputs inputs) {
+  register_row(op, "mosaiq", case_name, [=, keep = std::move(inputs)](benchmark::State& state) {
+    run();
+    if (!std::equal(out->span().begin(), out->span().end(), expected->span().begin())) {
+      state.SkipWithError("output differs from mosaiq::reference");
+      return;
+    }
+    for (auto _ : state) {
+      run();
+      benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * input_bytes);
+    state.SetLabel(isa_label + "; vs reference: exact");
+  });
+}
+
 /// mosaiq's 16x8 add or mul (ops/eltwise16x8.hpp) on the shapes of an 8-bit row, case `<shapes>_i16x8`: int16
 /// inputs over the whole range, scales as a 16x8 network's (add: two maps into a sum; mul: a gate of scale 1/32768, as
 /// the logistic before it gives). Checked exact against reference::add_16 / mul_16 once. XNNPACK has no 16x8
@@ -210,20 +235,7 @@ void register_binary_i16x8(binary_op op, shape dims, shape b_dims) {
     run = [=] { kernel(a_view, b_view, out_view); };
   }
   const auto input_bytes = static_cast<std::int64_t>((dims.elements() + b_dims.elements()) * sizeof(i16));
-  // The row owns the buffers its views point into.
-  register_row(is_add ? "add" : "mul", "mosaiq", case_name, [=, keep = std::make_pair(a, b)](benchmark::State& state) {
-    run();
-    if (!std::equal(out->span().begin(), out->span().end(), expected->span().begin())) {
-      state.SkipWithError("output differs from mosaiq::reference");
-      return;
-    }
-    for (auto _ : state) {
-      run();
-      benchmark::ClobberMemory();
-    }
-    state.SetBytesProcessed(state.iterations() * input_bytes);
-    state.SetLabel(isa_label + "; vs reference: exact");
-  });
+  register_exact_i16x8(is_add ? "add" : "mul", case_name, run, out, expected, input_bytes, std::make_pair(a, b));
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -362,6 +374,38 @@ void register_window_pool(shape dims, hw kernel, hw stride) {
   register_memcpy<T>(p);
 }
 
+/// mosaiq's 16x8 average pool (VALID, `kernel` and `stride`) or, without a kernel, MEAN (ops/pool16x8.hpp) on the
+/// shape of an 8-bit row, case `<shape>[_k<k>s<s>]_i16x8`: int16 inputs over the whole range, MEAN's output scale
+/// a third of its input's. Checked exact against reference::average_pool_16 / mean_16 once. XNNPACK has no 16x8
+/// pooling; MB/s counts input bytes (twice the 8-bit rows').
+void register_pool_i16x8(shape dims, std::optional<hw> kernel, hw stride = {1, 1}) {
+  const pool_params params{.kernel = kernel.value_or(hw{1, 1}), .stride = stride, .pad = padding::valid()};
+  const window_geometry g = resolve_window(dims.height, dims.width, params.kernel, stride, hw{1, 1}, params.pad);
+  const shape out_dims = kernel ? shape{g.y.output, g.x.output, dims.channels} : shape{1, 1, dims.channels};
+  auto in = std::make_shared<aligned_buffer<i16>>(dims.elements());
+  auto out = std::make_shared<aligned_buffer<i16>>(out_dims.elements());
+  auto expected = std::make_shared<aligned_buffer<i16>>(out_dims.elements());
+  std::mt19937 rng(42);
+  fill_uniform(in->span(), -32768, 32767, rng);
+  const tensor_view<const i16> in_view(in->data(), dims);
+  const tensor_view<i16> out_view(out->data(), out_dims), expected_view(expected->data(), out_dims);
+  std::function<void()> run;
+  std::string case_name = dims_name<i8>(dims);
+  if (kernel) {
+    case_name += "_k" + std::to_string(kernel->h) + "s" + std::to_string(stride.h);
+    reference::average_pool_16(in_view, expected_view, params);
+    run = [=] { average_pool16x8(in_view, out_view, params); };
+  } else {
+    const reference::mean_params_16 mean =
+        reference::make_mean_params_16<rounding::tflite_reference>(0.003f, 0.001f, dims.height * dims.width);
+    reference::mean_16<rounding::tflite_reference>(in_view, expected_view, mean);
+    run = [=] { mean16x8<rounding::tflite_reference>(in_view, out_view, mean); };
+  }
+  const auto input_bytes = static_cast<std::int64_t>(dims.elements() * sizeof(i16));
+  register_exact_i16x8(kernel ? "average_pool" : "global_average_pool", case_name + "_i16x8", run, out, expected,
+                       input_bytes, in);
+}
+
 void register_all() {
   for (const shape dims : {shape{64, 64, 16}, shape{32, 32, 32}, shape{16, 16, 128}, shape{64, 64, 2}}) {
     register_binary<u8>(binary_op::add, dims, dims);
@@ -388,10 +432,16 @@ void register_all() {
   register_global_average_pool<i8>(shape{16, 16, 128});
   register_global_average_pool<u8>(shape{32, 32, 24});  // the selfie models' 24-channel squeeze-and-excitation
   register_global_average_pool<i8>(shape{32, 32, 24});
+  register_pool_i16x8(shape{16, 16, 128}, std::nullopt);
+  register_pool_i16x8(shape{32, 32, 24}, std::nullopt);
   register_window_pool<false, u8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<false, i8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<false, u8>(shape{32, 32, 32}, hw{3, 3}, hw{2, 2});
   register_window_pool<false, u8>(shape{32, 32, 24}, hw{32, 32}, hw{32, 32});  // the selfie models' whole-map pool
+  register_pool_i16x8(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
+  register_pool_i16x8(shape{32, 32, 32}, hw{3, 3}, hw{2, 2});
+  register_pool_i16x8(shape{32, 32, 24}, hw{32, 32}, hw{32, 32});
+  register_pool_i16x8(shape{128, 128, 16}, hw{128, 128}, hw{128, 128});  // the 256x256 model's largest squeeze pool
   register_window_pool<true, u8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<true, i8>(shape{64, 64, 32}, hw{2, 2}, hw{2, 2});
   register_window_pool<true, u8>(shape{32, 32, 32}, hw{3, 3}, hw{2, 2});

@@ -86,42 +86,6 @@ void check_layer(const Layer& layer, const run_case& rc, std::mt19937& rng, Refe
   CHECK(workspace.tail_intact());
 }
 
-/// The run-time misuse both layers report: a workspace one byte short or misaligned, other input channels, other
-/// output extents (`wrong_out`), a null input, an unloaded layer; none writes the output.
-template <class Layer>
-void check_run_misuse(const Layer& layer, const Layer& unloaded, shape in_shape, shape wrong_out) {
-  test::recording_handler errors;
-  const shape out_shape = Layer::output_shape(in_shape);
-  std::vector<i16> in(in_shape.elements(), 1), out(out_shape.elements() + 16, canary);
-  const std::vector<i16> untouched = out;
-  std::vector<std::byte> storage(Layer::workspace_bytes(in_shape) + 2);
-  const std::span<std::byte> workspace(storage.data(), Layer::workspace_bytes(in_shape));
-  const tensor_view<const i16> input(in.data(), in_shape);
-  const tensor_view<i16> output(out.data(), out_shape);
-  const auto reported = [&](errc expected) {
-    CHECK(errors.last() == expected);
-    CHECK(errors.calls() == 1);
-    errors.reset();
-  };
-  layer(input, output, workspace.first(workspace.size() - 1));
-  reported(errc::invalid_argument);
-  layer(input, output, std::span<std::byte>(storage.data() + 1, workspace.size()));  // misaligned
-  reported(errc::invalid_argument);
-  layer(tensor_view<const i16>(in.data(), {in_shape.height, in_shape.width, in_shape.channels - 1}), output, workspace);
-  reported(errc::shape_mismatch);
-  layer(input, tensor_view<i16>(out.data(), wrong_out), workspace);
-  reported(errc::shape_mismatch);
-  layer(tensor_view<const i16>(nullptr, in_shape), output, workspace);
-  reported(errc::null_pointer);
-  unloaded(input, output, workspace);
-  reported(errc::invalid_argument);
-  for (const row_band band : {row_band{-1, 1}, row_band{1, 0}, row_band{0, out_shape.height + 1}}) {
-    layer.run_rows(input, output, workspace, band);  // outside the output rows
-    reported(errc::invalid_argument);
-  }
-  CHECK(out == untouched);
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // conv2d16x8
 
@@ -237,24 +201,9 @@ TEST_CASE("conv2d16x8: accumulators at the int32 bound, and the int64 path beyon
 }
 
 TEST_CASE("conv2d16x8: misuse is reported and leaves the output untouched") {
-  test::recording_handler errors;
   using layer_type = conv2d16x8<conv2d16x8_config{.out_channels = 8, .kernel = {3, 3}, .stride = {2, 2}}>;
-  const std::vector<std::int8_t> filter(8 * 9 * 3, 1);
-  const conv_requant_16x8 q{.clamp = {-32768, 32767}, .multipliers = {{1 << 30, -3}}};
-  const layer_type no_filter(nullptr, nullptr, 3, q);
-  CHECK(errors.last() == errc::null_pointer);
-  CHECK_FALSE(no_filter.ready());
-  errors.reset();
-  const layer_type no_channels(filter.data(), nullptr, 0, q);
-  CHECK(errors.last() == errc::invalid_argument);
-  CHECK(errors.calls() == 1);  // reported once, by this layer
-  CHECK_FALSE(no_channels.ready());
-  errors.reset();
-
-  const layer_type layer(filter.data(), nullptr, 3, q);
-  REQUIRE(errors.calls() == 0);
   static_assert(layer_type::output_shape({6, 6, 3}) == shape{3, 3, 8});
-  check_run_misuse(layer, no_filter, {6, 6, 3}, {3, 2, 8});
+  test::check_layer_misuse<layer_type>(std::vector<std::int8_t>(8 * 9 * 3, 1), 8, {6, 6, 3}, {3, 2, 8});
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -351,30 +300,10 @@ TEST_CASE("transpose_conv16x8: sums at the int32 bound, and the int64 path beyon
 }
 
 TEST_CASE("transpose_conv16x8: misuse is reported and leaves the output untouched") {
-  test::recording_handler errors;
   using layer_type = transpose_conv16x8<transpose_conv16x8_config{.out_channels = 2}>;
-  const std::vector<std::int8_t> filter(2 * 4 * 5, 1);
-  const conv_requant_16x8 q{.clamp = {-32768, 32767}, .multipliers = {{1 << 30, -3}}};
-  const layer_type no_filter(nullptr, nullptr, 5, q);
-  CHECK(errors.last() == errc::null_pointer);
-  CHECK(errors.calls() == 1);
-  CHECK_FALSE(no_filter.ready());
-  errors.reset();
-  const layer_type no_channels(filter.data(), nullptr, 0, q);
-  CHECK(errors.last() == errc::invalid_argument);
-  CHECK(errors.calls() == 1);  // reported once, by this layer
-  errors.reset();
-  const layer_type wrong_count(
-      filter.data(), nullptr, 5,
-      conv_requant_16x8{.clamp = {-32768, 32767}, .multipliers = {{1 << 30, -3}, {1, -3}, {1, -3}}});
-  CHECK(errors.last() == errc::invalid_argument);
-  CHECK_FALSE(wrong_count.ready());
-  errors.reset();
-
-  const layer_type layer(filter.data(), nullptr, 5, q);
-  REQUIRE(errors.calls() == 0);
   static_assert(layer_type::output_shape({3, 4, 5}) == shape{6, 8, 2});
-  check_run_misuse(layer, no_filter, {3, 4, 5}, {7, 8, 2});  // not input * stride
+  test::check_layer_misuse<layer_type>(std::vector<std::int8_t>(2 * 4 * 5, 1), 2, {3, 4, 5},
+                                       {7, 8, 2});  // not input * stride
 }
 
 }  // namespace

@@ -26,54 +26,12 @@ namespace {
 
 using namespace mosaiq;
 using reference::conv_requant_16x8;
+using test::random_biases;
+using test::random_ints;
+using test::random_requant;
 using test::stored_tensor;
 using i16 = std::int16_t;
 constexpr i16 canary = 0x5A5A;
-
-template <class T>
-std::vector<T> uniform_values(std::mt19937& rng, std::size_t count) {
-  std::uniform_int_distribution<int> value(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
-  std::vector<T> values(count);
-  for (T& v : values) v = static_cast<T>(value(rng));
-  return values;
-}
-
-/// Per-channel multipliers (mostly ones that keep these outputs inside int16, every fifth anywhere in the 16x8
-/// domain: 0, the Q15 rounding's saturating top, shifts -31..7) or one for all, and a clamp.
-conv_requant_16x8 random_requant(std::mt19937& rng, int channels, int variant) {
-  conv_requant_16x8 q;
-  q.clamp = variant % 3 == 0   ? clamp_range{-32768, 32767}
-            : variant % 3 == 1 ? clamp_range{0, 32767}
-                               : clamp_range{-1000, 6000};
-  std::uniform_int_distribution<std::int32_t> mantissa(1 << 30, std::numeric_limits<std::int32_t>::max());
-  const int count = variant % 4 == 3 ? 1 : channels;
-  for (int c = 0; c < count; ++c) {
-    const int kind = std::uniform_int_distribution<int>(0, 14)(rng);
-    q.multipliers.push_back(kind == 0   ? quantized_multiplier{0, 0}
-                            : kind == 1 ? quantized_multiplier{0x7FFF8000, 7}
-                            : kind < 4
-                                ? quantized_multiplier{mantissa(rng), std::uniform_int_distribution(-31, 7)(rng)}
-                                : quantized_multiplier{mantissa(rng), std::uniform_int_distribution(-12, -4)(rng)});
-  }
-  return q;
-}
-
-/// Biases the int32 path accepts for these weights, |bias| <= 2^31 - 1 - 32768 sum_t |w_t|, its extremes included.
-std::vector<std::int64_t> random_biases(std::mt19937& rng, const std::vector<std::int8_t>& filter, int channels) {
-  const int taps = static_cast<int>(filter.size()) / channels;
-  std::vector<std::int64_t> bias(static_cast<std::size_t>(channels));
-  for (int c = 0; c < channels; ++c) {
-    std::int64_t sum = 0;
-    for (int t = 0; t < taps; ++t) sum += std::abs(int{filter[static_cast<std::size_t>(t) * channels + c]});
-    const std::int64_t room = (std::int64_t{1} << 31) - 1 - 32768 * sum;
-    const int kind = std::uniform_int_distribution<int>(0, 3)(rng);
-    bias[static_cast<std::size_t>(c)] = kind == 0 ? room
-                                        : kind == 1
-                                            ? -room
-                                            : std::uniform_int_distribution<std::int64_t>(-(1 << 22), 1 << 22)(rng);
-  }
-  return bias;
-}
 
 struct run_case {
   shape in_shape;
@@ -93,7 +51,7 @@ void check_layer(const Layer& layer, const std::vector<std::int8_t>& filter, con
                  const conv_requant_16x8& q, const run_case& rc, std::mt19937& rng, std::optional<i16> fill = {}) {
   const int c = layer.channels();
   stored_tensor<i16> in(rc.in_shape, rc.batch, c + rc.in_stride_extra, canary);
-  const auto values = uniform_values<i16>(rng, in.buffer.size());
+  const auto values = random_ints<i16>(rng, in.buffer.size());
   if (fill)
     std::fill(in.buffer.begin(), in.buffer.end(), *fill);
   else
@@ -140,8 +98,8 @@ TEST_CASE_TEMPLATE_DEFINE("depthwise16x8: SIMD path == scalar twin == reference"
   MESSAGE("kernel ", cfg.kernel.h, "x", cfg.kernel.w, " stride ", cfg.stride.h, "x", cfg.stride.w, ", target ",
           std::string(target_name));
   for (int c = 1; c <= 70; ++c) {
-    const auto filter = uniform_values<std::int8_t>(rng, static_cast<std::size_t>(taps) * c);
-    const auto bias = random_biases(rng, filter, c);
+    const auto filter = random_ints<std::int8_t>(rng, static_cast<std::size_t>(taps) * c);
+    const auto bias = random_biases(rng, filter, taps, c, test::filter_layout::tap_major);
     const conv_requant_16x8 q = random_requant(rng, c, c);
     const depthwise16x8<cfg> layer(filter.data(), bias.data(), c, q);
     REQUIRE(layer.ready());
@@ -192,13 +150,13 @@ TEST_CASE("depthwise16x8: null biases, one multiplier, relu6 from the scales") {
   std::mt19937 rng(3);
   constexpr int channels = 24;
   constexpr depthwise16x8_config cfg{.kernel = {3, 3}, .stride = {2, 2}};
-  const auto filter = uniform_values<std::int8_t>(rng, 9 * channels);
+  const auto filter = random_ints<std::int8_t>(rng, 9 * channels);
   const conv_requant_16x8 q =
       reference::make_conv_requant_16x8(0.001f, std::vector<float>{0.02f}, 0.05f, activation::relu6);
   const depthwise16x8<cfg> layer(filter.data(), nullptr, channels, q);
   REQUIRE(layer.ready());
   stored_tensor<i16> in({9, 10, channels}, 1, channels, 0);
-  const auto values = uniform_values<i16>(rng, in.buffer.size());
+  const auto values = random_ints<i16>(rng, in.buffer.size());
   std::copy(values.begin(), values.end(), in.buffer.begin());
   constexpr shape out_shape{5, 5, channels};
   static_assert(depthwise16x8<cfg>::output_shape({9, 10, channels}) == out_shape);
@@ -214,50 +172,8 @@ TEST_CASE("depthwise16x8: null biases, one multiplier, relu6 from the scales") {
 }
 
 TEST_CASE("depthwise16x8: misuse is reported and leaves the output untouched") {
-  test::recording_handler errors;
-  const std::vector<std::int8_t> filter(9 * 4, 1);
-  const conv_requant_16x8 q{.clamp = {-32768, 32767}, .multipliers = {{1 << 30, -3}}};
-  using layer_type = depthwise16x8<depthwise16x8_config{}>;
-  const layer_type no_filter(nullptr, nullptr, 4, q);
-  CHECK(errors.last() == errc::null_pointer);
-  CHECK_FALSE(no_filter.ready());
-  errors.reset();
-  const layer_type no_channels(filter.data(), nullptr, 0, q);
-  CHECK(errors.last() == errc::invalid_argument);
-  errors.reset();
-  const layer_type wrong_count(
-      filter.data(), nullptr, 4,
-      conv_requant_16x8{.clamp = {-32768, 32767}, .multipliers = {{1 << 30, -3}, {1 << 30, -3}}});
-  CHECK(errors.last() == errc::invalid_argument);
-  errors.reset();
-  const layer_type shift_too_large(filter.data(), nullptr, 4,
-                                   conv_requant_16x8{.clamp = {-32768, 32767}, .multipliers = {{1 << 30, 8}}});
-  CHECK(errors.last() == errc::invalid_argument);
-  CHECK_FALSE(shift_too_large.ready());
-  errors.reset();
-
-  const layer_type layer(filter.data(), nullptr, 4, q);
-  REQUIRE(errors.calls() == 0);
-  std::vector<i16> in(3 * 3 * 4, 1), out(3 * 3 * 4, canary);
-  const std::vector<i16> untouched = out;
-  layer(tensor_view<const i16>(in.data(), {3, 3, 3}), tensor_view<i16>(out.data(), {3, 3, 3}));  // channels
-  CHECK(errors.last() == errc::shape_mismatch);
-  errors.reset();
-  layer(tensor_view<const i16>(in.data(), {3, 3, 4}), tensor_view<i16>(out.data(), {3, 2, 4}));  // extents
-  CHECK(errors.last() == errc::shape_mismatch);
-  errors.reset();
-  layer(tensor_view<const i16>(nullptr, {3, 3, 4}), tensor_view<i16>(out.data(), {3, 3, 4}));
-  CHECK(errors.last() == errc::null_pointer);
-  errors.reset();
-  no_filter(tensor_view<const i16>(in.data(), {3, 3, 4}), tensor_view<i16>(out.data(), {3, 3, 4}));
-  CHECK(errors.last() == errc::invalid_argument);
-  errors.reset();
-  for (const row_band band : {row_band{-1, 2}, row_band{2, 1}, row_band{0, 4}}) {  // outside the 3 output rows
-    layer.run_rows(tensor_view<const i16>(in.data(), {3, 3, 4}), tensor_view<i16>(out.data(), {3, 3, 4}), band);
-    CHECK(errors.last() == errc::invalid_argument);
-    errors.reset();
-  }
-  CHECK(out == untouched);
+  test::check_layer_misuse<depthwise16x8<depthwise16x8_config{}>>(std::vector<std::int8_t>(9 * 4, 1), 4, {3, 3, 4},
+                                                                  {3, 2, 4});
 }
 
 }  // namespace

@@ -230,50 +230,8 @@ TEST_CASE("pointwise16x8: row slices of a batched view (images not following eac
 }
 
 TEST_CASE("pointwise16x8: misuse is reported and leaves the output untouched") {
-  test::recording_handler errors;
-  const std::vector<std::int8_t> filter(8 * 4, 1);
-  const conv_requant_16x8 q{.clamp = {-32768, 32767}, .multipliers = {{1 << 30, -3}}};
-  using layer_type = pointwise16x8<pointwise16x8_config{.out_channels = 8}>;
-  const layer_type no_filter(nullptr, nullptr, 4, q);
-  CHECK(errors.last() == errc::null_pointer);
-  CHECK_FALSE(no_filter.ready());
-  errors.reset();
-  const layer_type no_channels(filter.data(), nullptr, 0, q);
-  CHECK(errors.last() == errc::invalid_argument);
-  errors.reset();
-  const layer_type wrong_count(
-      filter.data(), nullptr, 4,
-      conv_requant_16x8{.clamp = {-32768, 32767}, .multipliers = {{1 << 30, -3}, {1 << 30, -3}}});
-  CHECK(errors.last() == errc::invalid_argument);
-  errors.reset();
-  const layer_type shift_too_large(filter.data(), nullptr, 4,
-                                   conv_requant_16x8{.clamp = {-32768, 32767}, .multipliers = {{1 << 30, 8}}});
-  CHECK(errors.last() == errc::invalid_argument);
-  CHECK_FALSE(shift_too_large.ready());
-  errors.reset();
-
-  const layer_type layer(filter.data(), nullptr, 4, q);
-  REQUIRE(errors.calls() == 0);
-  std::vector<i16> in(2 * 2 * 4, 1), out(2 * 2 * 8, canary);
-  const std::vector<i16> untouched = out;
-  layer(tensor_view<const i16>(in.data(), {2, 2, 3}), tensor_view<i16>(out.data(), {2, 2, 8}));  // channels
-  CHECK(errors.last() == errc::shape_mismatch);
-  errors.reset();
-  layer(tensor_view<const i16>(in.data(), {2, 2, 4}), tensor_view<i16>(out.data(), {2, 1, 8}));  // extents
-  CHECK(errors.last() == errc::shape_mismatch);
-  errors.reset();
-  layer(tensor_view<const i16>(nullptr, {2, 2, 4}), tensor_view<i16>(out.data(), {2, 2, 8}));
-  CHECK(errors.last() == errc::null_pointer);
-  errors.reset();
-  no_filter(tensor_view<const i16>(in.data(), {2, 2, 4}), tensor_view<i16>(out.data(), {2, 2, 8}));
-  CHECK(errors.last() == errc::invalid_argument);
-  errors.reset();
-  for (const row_band band : {row_band{-1, 1}, row_band{2, 1}, row_band{0, 3}}) {  // outside the 2 output rows
-    layer.run_rows(tensor_view<const i16>(in.data(), {2, 2, 4}), tensor_view<i16>(out.data(), {2, 2, 8}), band);
-    CHECK(errors.last() == errc::invalid_argument);
-    errors.reset();
-  }
-  CHECK(out == untouched);
+  test::check_layer_misuse<pointwise16x8<pointwise16x8_config{.out_channels = 8}>>(std::vector<std::int8_t>(8 * 4, 1),
+                                                                                   8, {2, 2, 4}, {2, 1, 8});
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // per-channel filters, int64 biases. The pointwise, depthwise and conv2d layers and the kernel == stride transposed
 // convolutions run SIMD 16x8 kernels (ops/pointwise16x8.hpp, ops/depthwise16x8.hpp, ops/conv16x8.hpp and
 // ops/transpose_conv16x8.hpp: the last two on the pointwise GEMM), add, mul, hard swish, logistic and bilinear resize
-// the SIMD 16x8 element-wise kernels (ops/eltwise16x8.hpp); every other executor still calls the int16 reference
-// kernel of its op (reference/int16.hpp): exact, plain scalar loops, no speed. SIMD 16x8 kernels replace them op by
+// the SIMD 16x8 element-wise kernels (ops/eltwise16x8.hpp), average pool and MEAN the SIMD 16x8 pools
+// (ops/pool16x8.hpp); every other executor still calls the int16 reference kernel of its op (reference/int16.hpp):
+// exact, plain scalar loops, no speed. SIMD 16x8 kernels replace them op by
 // op, each bit-exact with the reference it replaces. tools::reference_16x8<Net> runs the same references layer by
 // layer and is the oracle these executors are tested against (tests/network_16x8_test.cpp).
 //
@@ -38,6 +39,7 @@
 #include "mosaiq/ops/depthwise16x8.hpp"
 #include "mosaiq/ops/eltwise16x8.hpp"
 #include "mosaiq/ops/pointwise16x8.hpp"
+#include "mosaiq/ops/pool16x8.hpp"
 #include "mosaiq/ops/transpose_conv16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/reference/transpose_conv.hpp"
@@ -227,15 +229,17 @@ struct executor<layers::transpose_conv<C>, i16, R, In, Out>
           detail::transpose_conv_reference_executor_16x8<C, Out>> {};
 
 /// Average pools keep the input quantization (TFLite requires it); the scale only sets a fused activation's clamp.
+/// On the SIMD 16x8 pool (ops/pool16x8.hpp).
 template <layers::pool_config C, rounding R, shape In, shape Out>
 struct executor<layers::average_pool<C>, i16, R, In, Out> : detail::same_quantization_executor {
   static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    reference::average_pool_16(in[0], out, detail::pool_params_of(C), s.output.scale);
+    average_pool16x8(in[0], out, detail::pool_params_of(C), s.output.scale);
   }
 };
 
 /// MEAN over height and width (TFLite's int16 MEAN): an output scale of its own (the converter does not tie it to the
-/// input's), the 1 / pixel count folded into the multiplier once at prepare().
+/// input's), the 1 / pixel count folded into the multiplier once at prepare(). On the SIMD 16x8 MEAN
+/// (ops/pool16x8.hpp).
 template <int U, rounding R, shape In, shape Out>
 struct executor<layers::global_average_pool<U>, i16, R, In, Out> : detail::plain_executor {
   using state = detail::params_state_16x8<reference::mean_params_16>;
@@ -246,7 +250,7 @@ struct executor<layers::global_average_pool<U>, i16, R, In, Out> : detail::plain
     });
   }
   static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    reference::mean_16<R>(in[0], out, s.params);
+    mean16x8<R>(in[0], out, s.params);
   }
 };
 

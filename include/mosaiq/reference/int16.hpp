@@ -376,6 +376,31 @@ void mul_16(tensor_view<const i16> a, tensor_view<const i16> b, tensor_view<i16>
 /// The most taps an int16 average pool takes: 65535 * 32768 + 65535 / 2 still fits TFLite's int32 sum.
 inline constexpr std::int64_t max_average_pool_taps_16 = 65535;
 
+namespace detail {
+
+/// What an int16 average pool runs with once its views and params are checked.
+struct average_pool_16_plan {
+  window_geometry geometry;
+  clamp_range clamp;
+};
+
+/// average_pool_16's checks (the pool's own, a window of more than max_average_pool_taps_16 taps, an activation
+/// without a usable scale), shared with the SIMD op: the plan, or nothing after reporting.
+inline std::optional<average_pool_16_plan> resolve_average_pool_16(const tensor_view<const i16>& in,
+                                                                   const tensor_view<i16>& out,
+                                                                   const pool_params& params, float scale) {
+  const std::optional<window_geometry> geometry = resolve_pool(in, out, params);
+  if (!geometry) return std::nullopt;
+  if (!require(std::int64_t{params.kernel.h} * params.kernel.w <= max_average_pool_taps_16, errc::invalid_argument,
+               "16-bit average pool: at most 65535 taps per window (the int32 sum)") ||
+      !require(params.act == activation::none || is_usable_scale_16(scale), errc::invalid_argument,
+               "16-bit average pool: a fused activation needs a finite positive scale"))
+    return std::nullopt;
+  return average_pool_16_plan{*geometry, activation_range_16(params.act, scale)};
+}
+
+}  // namespace detail
+
 /// Average pool in int16 (TFLite's reference_integer_ops::AveragePool for int16_t): the in-image taps summed in
 /// int32, divided by their count rounded half away from zero, clamped by the fused activation. Input and output
 /// share `scale` (TFLite requires equal quantization, zero points 0); it only matters for the activation's clamp.
@@ -383,14 +408,9 @@ inline constexpr std::int64_t max_average_pool_taps_16 = 65535;
 /// usable scale) nothing is written.
 inline void average_pool_16(tensor_view<const i16> in, tensor_view<i16> out, const pool_params& params,
                             float scale = 1.0f) {
-  const std::optional<window_geometry> geometry = detail::resolve_pool(in, out, params);
-  if (!geometry) return;
-  if (!require(std::int64_t{params.kernel.h} * params.kernel.w <= max_average_pool_taps_16, errc::invalid_argument,
-               "16-bit average pool: at most 65535 taps per window (the int32 sum)") ||
-      !require(params.act == activation::none || detail::is_usable_scale_16(scale), errc::invalid_argument,
-               "16-bit average pool: a fused activation needs a finite positive scale"))
-    return;
-  detail::average_windows<i16>(in, out, *geometry, params, activation_range_16(params.act, scale));
+  const std::optional<detail::average_pool_16_plan> plan = detail::resolve_average_pool_16(in, out, params, scale);
+  if (!plan) return;
+  detail::average_windows<i16>(in, out, plan->geometry, params, plan->clamp);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -426,6 +446,21 @@ mean_params_16 make_mean_params_16(float input_scale, float output_scale, int pi
       .multiplier = detail::fold_mean_count(ratio, pixel_count), .pixel_count = pixel_count, .round = R, .valid = true};
 }
 
+namespace detail {
+
+/// mean_16's checks, shared with the SIMD op: whether the views and params fit, after reporting what does not.
+template <rounding R>
+bool check_mean_16(const tensor_view<const i16>& in, const tensor_view<i16>& out, const mean_params_16& p) {
+  if (!check_view(in, "16-bit mean: input") || !check_view(out, "16-bit mean: output")) return false;
+  return require(out.dims() == shape{1, 1, in.channels()} && out.batch() == in.batch(), errc::shape_mismatch,
+                 "16-bit mean: output must be 1 x 1 x channels with the input's batch") &&
+         require(p.valid && p.round == R && std::int64_t{in.height()} * in.width() == p.pixel_count,
+                 errc::invalid_argument,
+                 "16-bit mean: params were not built by make_mean_params_16 for this rounding and height * width");
+}
+
+}  // namespace detail
+
 /// Mean over height and width of every channel in int16 (TFLite's MEAN with keep_dims over axes {1, 2}, zero points
 /// 0: reference_ops::QuantizedMeanOrSum, which both TFLite kernel variants run for int16): the int32 sum of the
 /// channel's pixels, MultiplyByQuantizedMultiplier (rounding R) by the folded multiplier, clamped to int16. Output
@@ -434,13 +469,7 @@ mean_params_16 make_mean_params_16(float input_scale, float output_scale, int pi
 /// is written.
 template <rounding R>
 void mean_16(tensor_view<const i16> in, tensor_view<i16> out, const mean_params_16& p) {
-  if (!check_view(in, "16-bit mean: input") || !check_view(out, "16-bit mean: output")) return;
-  if (!require(out.dims() == shape{1, 1, in.channels()} && out.batch() == in.batch(), errc::shape_mismatch,
-               "16-bit mean: output must be 1 x 1 x channels with the input's batch") ||
-      !require(p.valid && p.round == R && std::int64_t{in.height()} * in.width() == p.pixel_count,
-               errc::invalid_argument,
-               "16-bit mean: params were not built by make_mean_params_16 for this rounding and height * width"))
-    return;
+  if (!detail::check_mean_16<R>(in, out, p)) return;
   const requant_scale scale = prepare_scale<R>(p.multiplier);
   for (int n = 0; n < in.batch(); ++n)
     for (int c = 0; c < in.channels(); ++c) {
