@@ -8,7 +8,7 @@ MOSAIQ_JOBS=${MOSAIQ_JOBS:-$(nproc)}
 MOSAIQ_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libxsimd-dev doctest-dev)
 MOSAIQ_TEST_PACKAGES=(meson clang clang-format libclang-rt-14-dev g++-aarch64-linux-gnu g++-arm-linux-gnueabihf libopencv-dev
                       flatbuffers-compiler libflatbuffers-dev
-                      qemu-user-static libgemmlowp-dev)
+                      qemu-user-static libgemmlowp-dev python3)
 # ocl-icd-opencl-dev: dnnl-config.cmake calls find_package(OpenCL REQUIRED); apt only recommends it.
 MOSAIQ_BENCH_PACKAGES=(libbenchmark-dev libxnnpack-dev libpthreadpool-dev libdnnl-dev ocl-icd-opencl-dev python3)
 MOSAIQ_EXAMPLE_PACKAGES=(libstb-dev nlohmann-json3-dev)
