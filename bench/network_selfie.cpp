@@ -1,11 +1,12 @@
-// selfie_{256,144x256}_{u8,i8}: MediaPipe's selfie segmentation models (npm @mediapipe/selfie_segmentation,
+// selfie_{256,144x256}_{u8,i8,i16}: MediaPipe's selfie segmentation models (npm @mediapipe/selfie_segmentation,
 // 256x256x3 and the landscape 144x256x3 -> person probability), imported and calibrated at build time by
 // mosaiq_add_model as tests/selfie_accuracy_test's are (bench/CMakeLists.txt), on face-api's sample1.jpg resized to
 // the model input and / 255. mosaiq runs the generated static network; XNNPACK the same layers, weights and
 // quantization op by op (xnnpack::from_network). One thread (the calling thread's CPU time), as issue 19's figure
 // asks, and with `--threads N` the same rows on N threads (`_t<N>`, wall-clock): mosaiq's network planned for
 // mosaiq_examples::max_threads threads (Net::with_max_threads) on a thread_pool, its output checked byte for byte
-// against the one-thread output first; XNNPACK on a pthreadpool.
+// against the one-thread output first; XNNPACK on a pthreadpool. The i16 (16x8: int16 activations, int8 filters)
+// networks have mosaiq rows only: XNNPACK has no 16x8 operators.
 //
 // Before timing, XNNPACK's person probability is compared with mosaiq's: XNNPACK requantizes in float (and runs
 // hard-swish in f32), so single steps differ and compound through 139 layers; the check is that the two compute
@@ -22,12 +23,15 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mosaiq/tools/calibrate_model.hpp"
 #include "network_rows.hpp"
+#include "selfie_144x256_i16.hpp"
 #include "selfie_144x256_i8.hpp"
 #include "selfie_144x256_u8.hpp"
+#include "selfie_256_i16.hpp"
 #include "selfie_256_i8.hpp"
 #include "selfie_256_u8.hpp"
 
@@ -48,6 +52,9 @@ constexpr char selfie_144x256_i8_name[] = "selfie_144x256_i8",
                selfie_144x256_i8_blob[] = MOSAIQ_MODEL_SELFIE_144X256_I8_WEIGHTS;
 constexpr char selfie_144x256_u8_name[] = "selfie_144x256_u8",
                selfie_144x256_u8_blob[] = MOSAIQ_MODEL_SELFIE_144X256_U8_WEIGHTS;
+constexpr char selfie_256_i16_name[] = "selfie_256_i16", selfie_256_i16_blob[] = MOSAIQ_MODEL_SELFIE_256_I16_WEIGHTS;
+constexpr char selfie_144x256_i16_name[] = "selfie_144x256_i16",
+               selfie_144x256_i16_blob[] = MOSAIQ_MODEL_SELFIE_144X256_I16_WEIGHTS;
 
 tools::rgb_image load_photo(const char* path) {
   int width = 0, height = 0, channels = 0;
@@ -208,18 +215,23 @@ void register_selfie_xnnpack_row(std::shared_ptr<selfie_shared<Model>> shared, s
 }
 #endif
 
+/// XNNPACK has no 16x8 operators: the i16 networks have no twin.
+template <class Model>
+constexpr bool has_xnnpack_twin = !std::same_as<typename Model::net::element_type, i16>;
+
 /// The model's mosaiq and XNNPACK rows for each thread count; returns their shared problem.
 template <class Model>
 std::shared_ptr<selfie_shared<Model>> register_selfie_rows(const std::vector<int>& thread_counts) {
   auto shared = std::make_shared<selfie_shared<Model>>();
 #if MOSAIQ_BENCH_XNNPACK
-  auto twin = std::make_shared<twin_state<typename Model::net>>();
+  using twin_type = std::conditional_t<has_xnnpack_twin<Model>, twin_state<typename Model::net>, std::shared_ptr<void>>;
+  [[maybe_unused]] auto twin = std::make_shared<twin_type>();
 #endif
   for (const int threads : thread_counts) {
     auto pools = std::make_shared<thread_pools>(threads);
     register_selfie_mosaiq_row<Model>(shared, pools);
 #if MOSAIQ_BENCH_XNNPACK
-    register_selfie_xnnpack_row<Model>(shared, pools, twin);
+    if constexpr (has_xnnpack_twin<Model>) register_selfie_xnnpack_row<Model>(shared, pools, twin);
 #endif
   }
   return shared;
@@ -241,6 +253,9 @@ using selfie_144x256_i8_model =
     selfie_model<selfie_144x256_i8::network, selfie_144x256_i8_name, selfie_144x256_i8_blob>;
 using selfie_144x256_u8_model =
     selfie_model<selfie_144x256_u8::network, selfie_144x256_u8_name, selfie_144x256_u8_blob>;
+using selfie_256_i16_model = selfie_model<selfie_256_i16::network, selfie_256_i16_name, selfie_256_i16_blob>;
+using selfie_144x256_i16_model =
+    selfie_model<selfie_144x256_i16::network, selfie_144x256_i16_name, selfie_144x256_i16_blob>;
 
 }  // namespace
 
@@ -252,6 +267,8 @@ void register_selfie(const std::vector<int>& thread_counts) {
   register_selfie_rows<selfie_256_u8_model>(thread_counts);
   register_selfie_rows<selfie_144x256_i8_model>(thread_counts);
   register_selfie_rows<selfie_144x256_u8_model>(thread_counts);
+  register_selfie_rows<selfie_256_i16_model>(thread_counts);
+  register_selfie_rows<selfie_144x256_i16_model>(thread_counts);
 }
 
 void print_selfie_memory_rows() {
