@@ -6,14 +6,12 @@
 // the plan, the rings and their plumbing, which do not depend on the ISA level: MOSAIQ_TEST_BANDED_NETWORKS=0
 // leaves them out of a binary (tests/CMakeLists.txt: every level but the scalar one and one SIMD level per
 // architecture). The kernels' window entry points and the portrait arena bounds below stay in every binary.
-// MOSAIQ_TEST_PATH_GRIDS=1 (tests/CMakeLists.txt, MOSAIQ_TEST_PATH_GRID_ISAS) keeps the networks that run each
+// MOSAIQ_TEST_BAND_PATH_GRIDS=1 (tests/CMakeLists.txt: the levels of MOSAIQ_TEST_PATH_GRID_ISAS and of
+// MOSAIQ_TEST_BAND_PATH_GRID_ISAS, which narrows this unit alone) keeps the networks that run each
 // windowed kernel path of the level (every layer kind of the chain network at band heights 1 to 3 and both element
 // types, the resizes in a chain, rows split over threads, dead memory poisoned, GEMM blocks bounded) and leaves
 // out what is plan logic over the same windows: the other chain lengths and band heights, a chain inside the
 // network, the automatic plan's run, two chains, and the 53-layer portrait network.
-#ifndef MOSAIQ_TEST_BANDED_NETWORKS
-#define MOSAIQ_TEST_BANDED_NETWORKS 1
-#endif
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -33,6 +31,10 @@
 #include "mosaiq/ops.hpp"
 #include "mosaiq/reference.hpp"
 #include "support.hpp"
+
+#ifndef MOSAIQ_TEST_BAND_PATH_GRIDS
+#define MOSAIQ_TEST_BAND_PATH_GRIDS MOSAIQ_TEST_PATH_GRIDS
+#endif
 
 namespace {
 
@@ -168,7 +170,7 @@ void check_every_band_height() {
   const std::vector<T> expected = run_once<whole>(w, input);
   CHECK(std::set<T>(expected.begin(), expected.end()).size() > 4);
   check_chain<T, 20, 1, 2, 3>(w, input, expected);
-#if !MOSAIQ_TEST_PATH_GRIDS
+#if !MOSAIQ_TEST_BAND_PATH_GRIDS
   if constexpr (std::is_same_v<T, u8>) {
     check_chain<T, 6, 1, 2, 3>(w, input, expected);
     check_chain<T, 12, 1, 3>(w, input, expected);
@@ -184,7 +186,7 @@ TEST_CASE("bands: every layer kind at band heights 1 to 3 gives the layer-by-lay
   check_every_band_height<i8>();
 }
 
-#if !MOSAIQ_TEST_PATH_GRIDS
+#if !MOSAIQ_TEST_BAND_PATH_GRIDS
 TEST_CASE("bands: a chain inside the network, taps and the broadcast gate read across bands") {
   using whole = chain_net<u8, 1, banding::off()>;
   using banded = chain_net<u8, 1, banding::chain(9, 16, 2)>;
@@ -209,7 +211,7 @@ TEST_CASE("bands: the automatic plan saves memory and keeps the bytes") {
   // A bound no banded plan meets leaves the network layer by layer.
   static_assert(!chain_net<u8, 1, banding::automatic(0)>::banded);
 }
-#endif  // !MOSAIQ_TEST_PATH_GRIDS
+#endif  // !MOSAIQ_TEST_BAND_PATH_GRIDS
 
 TEST_CASE("bands: rows within a band split over 1..4 threads, bit-identical, no heap while running") {
   constexpr int max_threads = 4;
@@ -589,7 +591,7 @@ TEST_CASE("bands: resizes join chains; every band height gives the layer-by-laye
   check_resize_chain<i8, 1, 3>();
 }
 
-#if !MOSAIQ_TEST_PATH_GRIDS
+#if !MOSAIQ_TEST_BAND_PATH_GRIDS
 TEST_CASE("bands: two chains, maps read after a chain held whole, the schedule and plan for both") {
   using whole = chain_net<u8, 1, banding::off()>;
   // Chain 5..10 makes the map of tap "a" (layer 7), read by layer 11 after it: held whole, not a window.
@@ -609,7 +611,7 @@ TEST_CASE("bands: two chains, maps read after a chain held whole, the schedule a
                                  tensor_view<u8>(got.data(), two::output_shape), arena.bytes);
   CHECK(got == expected);
 }
-#endif  // !MOSAIQ_TEST_PATH_GRIDS
+#endif  // !MOSAIQ_TEST_BAND_PATH_GRIDS
 
 // A plan's GEMM block bound (banding::with_gemm_block_bytes) reaches the conv2d and pointwise layers that set
 // none: their workspaces shrink to one register tile of pixels per block, layer by layer and in bands, and
@@ -669,7 +671,7 @@ static_assert(portrait_on<banding::chain(0, 17, 1).with_gemm_block_bytes(8192)>:
 #endif
 #endif  // __clang__
 
-#if MOSAIQ_TEST_BANDED_NETWORKS && !MOSAIQ_TEST_PATH_GRIDS
+#if MOSAIQ_TEST_BANDED_NETWORKS && !MOSAIQ_TEST_BAND_PATH_GRIDS
 template <class T>
 void check_portrait() {
   using whole = portrait::network<T>;

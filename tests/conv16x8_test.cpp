@@ -28,20 +28,15 @@ namespace {
 
 using namespace mosaiq;
 using reference::conv_requant_16x8;
+using test::canary;
 using test::random_biases;
 using test::random_ints;
 using test::random_multiplier;
 using test::random_requant;
+using test::run_case;
 using test::stored_tensor;
 using i16 = std::int16_t;
-constexpr i16 canary = 0x5A5A;
 constexpr std::byte workspace_canary{0xA5};
-
-struct run_case {
-  shape in_shape;  // channels: the layer's input channels
-  int batch;
-  int in_stride_extra, out_stride_extra;  // pixel stride beyond the channels
-};
 
 /// A workspace of exactly `bytes`, 2-byte aligned, followed by canary bytes that must survive the run.
 struct exact_workspace {

@@ -23,9 +23,9 @@
 namespace {
 
 using namespace mosaiq;
+using test::canary;
 using test::stored_tensor;
 using i16 = std::int16_t;
-constexpr i16 canary = 0x5A5A;
 
 /// int16 values, a quarter of them at the extremes.
 std::vector<i16> random_values(std::mt19937& rng, std::size_t count) {

@@ -414,6 +414,9 @@ static_assert(memory_net::arena_bytes <= memory_net::arena_bytes_without_runs);
 static_assert(kinds_net<8>::arena_bytes <= kinds_net<8>::arena_bytes_without_runs);
 static_assert(kinds_net<2>::peak_live_bytes <= kinds_net<2>::peak_live_bytes_without_runs);
 
+// The networks' runs on threads: plans and plumbing the same on every level (MOSAIQ_TEST_BANDED_NETWORKS, support.hpp;
+// the ops' row bands above run on every level).
+#if MOSAIQ_TEST_BANDED_NETWORKS
 using test::random_weights;
 
 /// What a serial run of a network gave: its weights as a blob, its input and its output.
@@ -504,5 +507,7 @@ TEST_CASE("parallel: profile() runs a network on threads and times every op laye
       CHECK(report.layer_ms[i] > 0);
   }
 }
+
+#endif  // MOSAIQ_TEST_BANDED_NETWORKS
 
 }  // namespace

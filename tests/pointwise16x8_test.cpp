@@ -25,19 +25,14 @@ namespace {
 
 using namespace mosaiq;
 using reference::conv_requant_16x8;
+using test::canary;
 using test::random_biases;
 using test::random_ints;
 using test::random_multiplier;
 using test::random_requant;
+using test::run_case;
 using test::stored_tensor;
 using i16 = std::int16_t;
-constexpr i16 canary = 0x5A5A;
-
-struct run_case {
-  shape in_shape;
-  int batch;
-  int in_stride_extra, out_stride_extra;  // pixel stride beyond the channels
-};
 
 /// Runs `layer` on one case three ways (the build's path, the scalar twin, the reference) and checks them equal, and
 /// that nothing outside the output view changed.

@@ -16,13 +16,14 @@
 #include "mosaiq/core.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "support.hpp"
+#include "support16x8.hpp"
 
 namespace {
 
 using namespace mosaiq;
+using test::canary;
 using test::stored_tensor;
 using i16 = std::int16_t;
-constexpr i16 canary = 0x5A5A;
 
 /// Fills every element of v: random int16 values, a quarter of them at the extremes, or one constant.
 void fill_random(std::mt19937& rng, const tensor_view<i16>& v) {

@@ -25,6 +25,12 @@
 #ifndef MOSAIQ_TEST_PATH_GRIDS
 #define MOSAIQ_TEST_PATH_GRIDS 0
 #endif
+// MOSAIQ_TEST_BANDED_NETWORKS=0 (tests/CMakeLists.txt: the levels outside MOSAIQ_NETWORK_TEST_ISAS) leaves out the
+// whole-network runs that prove plans and plumbing the same on every level: bands_test's banded networks and
+// parallel_test's networks on threads; the kernels' windows and row bands, and the plans' static checks, stay.
+#ifndef MOSAIQ_TEST_BANDED_NETWORKS
+#define MOSAIQ_TEST_BANDED_NETWORKS 1
+#endif
 // MOSAIQ_TEST_BROADCAST_PATH_GRIDS=1 (tests/CMakeLists.txt: the levels of MOSAIQ_TEST_BROADCAST_PATH_GRID_ISAS) runs
 // the broadcast add/mul, same-shape add and held-line grids (tests/eltwise_test.cpp) on one quantization per distinct
 // kernel path instead of all of them, and the whole-map pool grid (tests/pool_test.cpp) on one channel count per

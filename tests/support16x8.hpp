@@ -1,6 +1,6 @@
 // Random operands of 16x8 conv-like layers for the tests of their kernels (pointwise16x8, depthwise16x8, conv2d16x8,
 // transpose_conv16x8): integers, multipliers over the mode's whole domain, per-channel requantizations; and the
-// misuse every one of those layers reports.
+// misuse every one of those layers reports; the canary and run cases every 16x8 test shares.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -21,6 +21,18 @@
 #include "support.hpp"
 
 namespace mosaiq::test {
+
+/// What fills every 16x8 test tensor around and between its values: a run that writes outside its output view, or
+/// leaves part of it unwritten, shows as this value where the reference has another.
+inline constexpr std::int16_t canary = 0x5A5A;
+
+/// One run of a 16x8 layer test: the input extents (channels: the layer's input channels), the batch, and each
+/// pixel's stride beyond its channels (an input and an output view with gaps).
+struct run_case {
+  shape in_shape;
+  int batch;
+  int in_stride_extra, out_stride_extra;
+};
 
 template <class T>
 std::vector<T> random_ints(std::mt19937& rng, std::size_t count, int lo = std::numeric_limits<T>::min(),
@@ -132,7 +144,6 @@ void check_layer_misuse(const std::vector<std::int8_t>& filter, int out_channels
 
   const Layer layer(filter.data(), nullptr, channels, q);
   REQUIRE(errors.calls() == 0);
-  constexpr std::int16_t canary = 0x5A5A;
   const shape out_shape = Layer::output_shape(in_shape);
   std::vector<std::int16_t> in(in_shape.elements(), 1), out(out_shape.elements() + 16, canary);
   const std::vector<std::int16_t> untouched = out;
