@@ -222,10 +222,12 @@ class depthwise16x8 {
     run_checked<Path>(in, out, {0, in.height(), 0}, band);
   }
 
-  /// Output rows `band` from views placed in the image by `frame` (checked).
+  /// Output rows `band` from views placed in the image by `frame` (checked). Inlined into its callers, as the row loop
+  /// was before the window entry point shared it: a call in between costs the pixel loop registers.
   template <class Path>
-  void run_checked(const tensor_view<const std::int16_t>& in, const tensor_view<std::int16_t>& out,
-                   detail::kernel_16x8::image_rows frame, row_band band) const {
+  [[gnu::always_inline]] inline void run_checked(const tensor_view<const std::int16_t>& in,
+                                                 const tensor_view<std::int16_t>& out,
+                                                 detail::kernel_16x8::image_rows frame, row_band band) const {
     if (!int32_path_) return run_reference_rows(in, out, frame, band);
     kernels::dw16::pixel_job job{};
     job.channels = channels_;
