@@ -22,6 +22,7 @@
 #include "mosaiq/tools/calibrate.hpp"
 #include "mosaiq/tools/quantize_16x8.hpp"
 #include "multitarget/networks.hpp"
+#include "network16x8_support.hpp"
 #include "support.hpp"
 
 MOSAIQ_DECLARE_NETWORK_ENTRIES(mt_u8_net)
@@ -73,27 +74,7 @@ mt::i8_net::weights i8_weights(std::uint32_t seed) {
 
 /// 16x8 weights as a user gets them: random float weights, ranges calibrated on random inputs, the 16x8 rules
 /// (tools/quantize_16x8.hpp), so every scale is one the 16x8 kernels take.
-mt::i16_net::weights i16_weights(std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> weight(0.0f, 0.3f);
-  auto fw = std::make_unique<tools::float_weights<mt::i16_net>>();
-  mosaiq::detail::for_index_chunks<mt::i16_net::layer_count>([&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
-        [&](auto& layer) {
-          if constexpr (requires { layer.filter; }) {
-            for (auto& w : layer.filter) w = weight(rng);
-            for (auto& b : layer.bias) b = weight(rng);
-          }
-        }(fw->template layer<I>()),
-        ...);
-  });
-  std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
-  std::vector<std::vector<float>> samples(3, std::vector<float>(mt::i16_net::input_shape.elements()));
-  for (auto& sample : samples) std::generate(sample.begin(), sample.end(), [&] { return pixel(rng); });
-  const auto w = tools::quantize_network<mt::i16_net>(*fw, tools::calibrate(*fw, samples));
-  REQUIRE(w != nullptr);
-  return *w;
-}
+mt::i16_net::weights i16_weights(std::uint32_t seed) { return *test::random_16x8_weights<mt::i16_net>(seed).weights; }
 
 /// The blob of `w`, written by this unit's (baseline) build of the network type.
 template <class Net>

@@ -7,6 +7,11 @@
 //
 // The schedule (`band_schedule`) is the same constexpr code at compile time (window capacities, the
 // overhead figure) and at run time (the rows of each band).
+//
+// Every network element joins: u8 and i8 maps through the 8-bit kernels' window entry points, i16 (16x8) maps
+// through the 16x8 ones (depthwise16x8 and conv2d16x8 run_rows_window, resize_bilinear16x8_window at power-of-two
+// scales, average_pool16x8 on a band's rows) and the pointwise, add and mul 16x8 executors on a band's rows. MEAN,
+// the transposed convolution, hard swish and logistic end a chain for every element (see band_traits below).
 #pragma once
 
 #include <algorithm>
@@ -60,35 +65,35 @@ struct row_map {
   }
 };
 
-/// How a layer kind joins a chain: `map(input, output)` of each input (kind::whole: it does not).
-template <class Layer>
+/// How a layer kind joins a chain on maps of element T: `map(input, output)` of each input (kind::whole: it does not).
+template <class Layer, network_element T>
 struct band_traits {
   static constexpr row_map map(shape, shape) noexcept { return {}; }
 };
 
-template <layers::conv2d_config C>
-struct band_traits<layers::conv2d<C>> {
+template <layers::conv2d_config C, network_element T>
+struct band_traits<layers::conv2d<C>, T> {
   static constexpr row_map map(shape in, shape) noexcept {
     const window_geometry g = resolve_window(in.height, in.width, C.kernel, C.stride, C.dilation, C.pad);
     return row_map::windowed(in.height, C.kernel.h, C.stride.h, C.dilation.h, g.y.pad_before);
   }
 };
-template <layers::depthwise_config C>
-struct band_traits<layers::depthwise<C>> {
+template <layers::depthwise_config C, network_element T>
+struct band_traits<layers::depthwise<C>, T> {
   static constexpr row_map map(shape in, shape) noexcept {
     const window_geometry g = resolve_window(in.height, in.width, C.kernel, C.stride, C.dilation, C.pad);
     return row_map::windowed(in.height, C.kernel.h, C.stride.h, C.dilation.h, g.y.pad_before);
   }
 };
-template <layers::pool_config C>
-struct band_traits<layers::average_pool<C>> {
+template <layers::pool_config C, network_element T>
+struct band_traits<layers::average_pool<C>, T> {
   static constexpr row_map map(shape in, shape) noexcept {
     const window_geometry g = resolve_window(in.height, in.width, C.kernel, C.stride, hw{1, 1}, C.pad);
     return row_map::windowed(in.height, C.kernel.h, C.stride.h, 1, g.y.pad_before);
   }
 };
-template <layers::pool_config C>
-struct band_traits<layers::max_pool<C>> : band_traits<layers::average_pool<C>> {};
+template <layers::pool_config C, network_element T>
+struct band_traits<layers::max_pool<C>, T> : band_traits<layers::average_pool<C>, T> {};
 /// Resize layers join where their kernel has a window entry point (no reference fallback: see ops/resize.hpp).
 template <class Kernel>
 struct resize_band_traits {
@@ -102,10 +107,20 @@ struct resize_band_traits {
       return {};
   }
 };
+template <layers::resize_config C, quantized_element T>
+struct band_traits<layers::resize_bilinear<C>, T> : resize_band_traits<mosaiq::resize_bilinear<C, u8>> {};
+template <layers::resize_config C, quantized_element T>
+struct band_traits<layers::resize_nearest<C>, T> : resize_band_traits<mosaiq::resize_nearest<C, u8>> {};
+/// The 16x8 bilinear resize (resize_bilinear16x8_window) at power-of-two scales, whose Q10 taps are the exact
+/// fractions row_map::upsampled bounds (other factors round their step, so far down an image a tap could leave the
+/// bound): any mode.
 template <layers::resize_config C>
-struct band_traits<layers::resize_bilinear<C>> : resize_band_traits<mosaiq::resize_bilinear<C, u8>> {};
-template <layers::resize_config C>
-struct band_traits<layers::resize_nearest<C>> : resize_band_traits<mosaiq::resize_nearest<C, u8>> {};
+struct band_traits<layers::resize_bilinear<C>, i16> {
+  static constexpr row_map map(shape in, shape out) noexcept {
+    const bool power_of_two = C.scale >= 1 && C.scale <= 1024 && (C.scale & (C.scale - 1)) == 0;
+    return power_of_two && out.height == C.scale * in.height ? row_map::upsampled(in.height, C.scale) : row_map{};
+  }
+};
 
 /// Layers where output pixel (y, x) reads pixel (y, x) of each input (or the one row of a broadcast one).
 struct pixel_band_traits {
@@ -113,18 +128,21 @@ struct pixel_band_traits {
     return row_map::pixels(in.height == 1 && out.height > 1 ? 1 : in.height);
   }
 };
-template <layers::pointwise_config C>
-struct band_traits<layers::pointwise<C>> : pixel_band_traits {};
-template <fixed_string Tapped, activation Act>
-struct band_traits<layers::add<Tapped, Act>> : pixel_band_traits {};
-template <fixed_string Tapped, activation Act>
-struct band_traits<layers::mul<Tapped, Act>> : pixel_band_traits {};
-template <layers::softmax_config C>
-struct band_traits<layers::softmax<C>> : pixel_band_traits {};
-template <int U>
-struct band_traits<layers::log_softmax<U>> : pixel_band_traits {};
-template <fixed_string... Tapped>
-struct band_traits<layers::concat<Tapped...>> : pixel_band_traits {};
+template <layers::pointwise_config C, network_element T>
+struct band_traits<layers::pointwise<C>, T> : pixel_band_traits {};
+template <fixed_string Tapped, activation Act, network_element T>
+struct band_traits<layers::add<Tapped, Act>, T> : pixel_band_traits {};
+template <fixed_string Tapped, activation Act, network_element T>
+struct band_traits<layers::mul<Tapped, Act>, T> : pixel_band_traits {};
+template <layers::softmax_config C, network_element T>
+struct band_traits<layers::softmax<C>, T> : pixel_band_traits {};
+template <int U, network_element T>
+struct band_traits<layers::log_softmax<U>, T> : pixel_band_traits {};
+template <network_element T, fixed_string... Tapped>
+struct band_traits<layers::concat<Tapped...>, T> : pixel_band_traits {};
+// hard_swish and logistic do not join yet, whatever the element (their executors would run a band's rows): on the
+// selfie networks their longer joining runs take banding::automatic past GCC's constexpr operation limit
+// (docs/decisions.md, "A cheaper `banding::automatic`" and "Band chains for i16 networks").
 
 // ---------------------------------------------------------------------------------------------
 // The schedule.
@@ -365,7 +383,7 @@ constexpr bool band_resumes_ring() noexcept {
 /// Output rows `rows` of a layer (executor Exec, first input shape In, output shape Out) from its
 /// inputs' windows into its output's window. `resume`: the workspace holds this layer's ring from its
 /// call on the previous band of the same image (band_resumes_ring()).
-template <class Layer, class Exec, quantized_element T, shape In, shape Out, std::size_t Arity>
+template <class Layer, class Exec, network_element T, shape In, shape Out, std::size_t Arity>
 void run_band_rows(const typename Exec::state& state, const std::array<row_window<const T>, Arity>& in,
                    const row_window<T>& out, std::span<std::byte> scratch, row_range rows, bool resume = false) {
   if constexpr (band_resumes_ring<Exec>()) {
@@ -376,13 +394,21 @@ void run_band_rows(const typename Exec::state& state, const std::array<row_windo
   if constexpr (requires { state.kernel.run_rows_window(in[0].view, 0, 0, out.view, scratch, rows); }) {
     // Windowed convolutions read the input window through their window entry point.
     state.kernel.run_rows_window(in[0].view, in[0].first, In.height, out.rows(rows), scratch, rows);
+  } else if constexpr (requires { state.kernel.run_rows_window(in[0].view, 0, 0, out.view, rows); }) {
+    // The same without workspace (the 16x8 depthwise).
+    state.kernel.run_rows_window(in[0].view, in[0].first, In.height, out.rows(rows), rows);
   } else if constexpr (requires { Exec::kernel::run_rows_window(in[0].view, 0, 0, out.view, rows); }) {
     // Resizes: the same, without workspace.
     Exec::kernel::run_rows_window(in[0].view, in[0].first, In.height, out.rows(rows), rows);
+  } else if constexpr (requires { Exec::run_rows_window(state, in[0].view, 0, 0, out.view, rows); }) {
+    // The 16x8 resize: its executor's window entry point.
+    Exec::run_rows_window(state, in[0].view, in[0].first, In.height, out.rows(rows), rows);
   } else if constexpr (requires { Exec::params; }) {
     // Pooling: the band as a pooling of its own, its edges padded explicitly.
     const detail::pool_band b = detail::pool_band_for(In, Exec::params, rows);
-    if constexpr (Layer::kind == layers::max_pool_kind)
+    if constexpr (requires { Exec::pool(state, in[0].view, out.view, b.params); })
+      Exec::pool(state, in[0].rows(b.input), out.rows(rows), b.params);
+    else if constexpr (Layer::kind == layers::max_pool_kind)
       mosaiq::max_pool<T>(in[0].rows(b.input), out.rows(rows), b.params, state.output);
     else
       mosaiq::average_pool<T>(in[0].rows(b.input), out.rows(rows), b.params, state.output);

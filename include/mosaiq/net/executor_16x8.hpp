@@ -12,10 +12,12 @@
 // bit-identical to those rows of a whole run: the kernels' run_rows entry points, or the same op on the bands' rows
 // for the pixel-wise ones, which are row_local), so a 16x8 network runs its layers in row bands on a thread pool,
 // and its pixel-wise layers in row runs. Whole-layer, on one thread: the average pools and MEAN (int16 references),
-// depth multipliers above 1 and the transposed convolutions with overlapping taps (references). No band chains yet
-// (net/bands.hpp reads windows of 8-bit maps). The requantization parameters are built once at prepare(); a run does
-// not allocate (the GEMM layers' patches and sums, and the reference transposed convolution's int64 accumulators,
-// are the layers' planned workspaces, a slice per thread).
+// depth multipliers above 1 and the transposed convolutions with overlapping taps (references). In band chains
+// (net/bands.hpp) the depthwise and conv2d layers read their input windows through their kernels' run_rows_window,
+// the resize through resize_bilinear16x8_window, the average pool pools a band's rows, pointwise, add and mul run on
+// a band's rows; MEAN, the transposed convolutions, hard swish and logistic end a chain. The requantization parameters
+// are built once at prepare(); a run does not allocate (the GEMM layers' patches and sums, and the reference transposed
+// convolution's int64 accumulators, are the layers' planned workspaces, a slice per thread).
 //
 // Layer kinds without a 16x8 executor (max pool, nearest resize, softmax, log-softmax, concat) are refused at
 // compile time by the network (has_16x8_executor).
@@ -232,8 +234,13 @@ struct executor<layers::transpose_conv<C>, i16, R, In, Out>
 /// On the SIMD 16x8 pool (ops/pool16x8.hpp).
 template <layers::pool_config C, rounding R, shape In, shape Out>
 struct executor<layers::average_pool<C>, i16, R, In, Out> : detail::same_quantization_executor {
+  static constexpr pool_params params = detail::pool_params_of(C);
   static void run(const state& s, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>) {
-    average_pool16x8(in[0], out, detail::pool_params_of(C), s.output.scale);
+    pool(s, in[0], out, params);
+  }
+  /// The pool with params `p`: the layer's, or a band's (net/bands.hpp: explicit pads at the band's edges).
+  static void pool(const state& s, tensor_view<const i16> in, tensor_view<i16> out, const pool_params& p) {
+    average_pool16x8(in, out, p, s.output.scale);
   }
 };
 
@@ -264,6 +271,11 @@ struct executor<layers::resize_bilinear<C>, i16, R, In, Out> : detail::same_quan
   static void run_rows(const state&, const input_views<i16, 1>& in, tensor_view<i16> out, std::span<std::byte>,
                        row_band band) {
     resize_bilinear16x8_rows<R>(in[0], out, C.mode, band);
+  }
+  /// Output rows `band` from a window of input rows (net/bands.hpp; resize_bilinear16x8_window).
+  static void run_rows_window(const state&, tensor_view<const i16> in, int in_first_row, int image_height,
+                              tensor_view<i16> band_out, row_band band) {
+    resize_bilinear16x8_window<R>(in, in_first_row, image_height, band_out, Out.height, C.mode, band);
   }
 };
 

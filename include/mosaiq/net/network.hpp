@@ -369,9 +369,6 @@ class network {
   static constexpr int max_threads = Input::max_threads;
   /// The banding choice the network was declared with (Input::with_banding<...>; net/banding.hpp).
   static constexpr banding band_plan = Input::bands;
-  static_assert(!std::same_as<element_type, i16> || Input::bands.how == banding::choice::off,
-                "mosaiq::network: an i16 (16x8) network has no band chains yet: net/bands.hpp runs 8-bit maps only "
-                "(its layers run in row bands on threads); leave the banding off");
   static constexpr std::size_t layer_count = sizeof...(Layers);
   static_assert(layer_count >= 1, "mosaiq::network: give at least one layer");
 
@@ -605,7 +602,7 @@ class network {
       b.height = node.dims.height;
       for (std::size_t k = 0; k < std::size_t(node.input_count); ++k) {
         b.inputs[k] = node.inputs[k];
-        b.maps[k] = band_traits<layer<I>>::map(topology.tensors[std::size_t(node.inputs[k])].dims, node.dims);
+        b.maps[k] = band_traits<layer<I>, T>::map(topology.tensors[std::size_t(node.inputs[k])].dims, node.dims);
       }
       b.kept_ring = band_resumes_ring<typename types<I>::exec>() && b.maps[0].how == row_map::kind::window &&
                     b.maps[0].stride <= Input::bands.kept_ring_stride;

@@ -7,6 +7,7 @@
 //   std::vector<std::byte> scratch(conv.workspace_bytes(input.dims()));      // or a slice of an arena
 //   conv(input, output, scratch);                                            // run: no heap
 //   conv.run_rows(input, output, scratch, {first, last});  // output rows [first, last) only: a parallel run's task
+//   conv.run_rows_window(rows, first_row, image_height, band_out, scratch, {first, last});  // from a window of rows
 //
 // Results equal reference::conv2d_16x8 bit for bit.
 //
@@ -32,6 +33,7 @@
 #include "mosaiq/core/padding.hpp"
 #include "mosaiq/core/parallel.hpp"
 #include "mosaiq/core/tensor.hpp"
+#include "mosaiq/ops/detail/kernel_16x8.hpp"
 #include "mosaiq/ops/pointwise16x8.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/simd/target.hpp"
@@ -109,6 +111,7 @@ class gemm_layer {
 
  protected:
   gemm_layer(int input_channels, Gemm gemm) : channels_(input_channels), gemm_(std::move(gemm)) {}
+  const Gemm& gemm() const noexcept { return gemm_; }
 
  private:
   template <class Run>
@@ -181,6 +184,45 @@ class conv2d16x8
            patch_bytes;
   }
 
+  /// Bytes of the patch buffer run_rows_window needs for bands of at most `rows` output rows of an image `in`.
+  static constexpr std::size_t band_workspace_bytes(shape in, int rows) noexcept {
+    const shape out = output_shape(in);
+    const std::size_t patch_bytes = patch_stride(in.channels) * sizeof(std::int16_t);
+    const int band = std::clamp(rows, 0, out.height);
+    return static_cast<std::size_t>(detail::conv16::band_rows(out.width, patch_bytes, band)) * out.width * patch_bytes;
+  }
+
+  /// Output rows `band` of an image of `image_height` rows whose input is given as a window of rows: `in` holds
+  /// image rows [in_first_row, in_first_row + in.height()), which must cover every row the band's windows read, and
+  /// `band_out` holds exactly the band's rows; bit-identical to those rows of a whole run. One step of a banded
+  /// network (net/bands.hpp); workspace: band_workspace_bytes(image, band rows). Misuse is reported through
+  /// mosaiq::require and leaves `band_out` untouched.
+  void run_rows_window(tensor_view<const std::int16_t> in, int in_first_row, int image_height,
+                       tensor_view<std::int16_t> band_out, std::span<std::byte> workspace, row_band band) const {
+    const shape image{image_height, in.width(), in.channels()};
+    const shape o = output_shape(image);
+    const detail::kernel_16x8::image_rows frame{in_first_row, image_height, band.first};
+    if (!require(this->ready(), errc::invalid_argument, "conv2d16x8: not loaded (construction reported an error)") ||
+        !check_view(in, "conv2d16x8: invalid input view") || !check_view(band_out, "conv2d16x8: invalid output view") ||
+        !require(in.channels() == this->input_channels(), errc::shape_mismatch,
+                 "conv2d16x8: input channels differ from the weights") ||
+        !require(band.first >= 0 && band.first <= band.last && band.last <= o.height, errc::invalid_argument,
+                 "conv2d16x8: row band outside the output") ||
+        !require(band_out.dims() == shape{band.rows(), o.width, o.channels} && band_out.batch() == in.batch(),
+                 errc::shape_mismatch, "conv2d16x8: output extents differ from the band of output_shape(input)") ||
+        !require(detail::kernel_16x8::window_covers(frame, in.height(), band,
+                                                    effective_kernel_extent(Cfg.kernel.h, Cfg.dilation.h), Cfg.stride.h,
+                                                    geometry(image).y.pad_before),
+                 errc::shape_mismatch, "conv2d16x8: the input window misses rows the band reads") ||
+        !require(workspace.size() >= band_workspace_bytes(image, band.rows()) &&
+                     reinterpret_cast<std::uintptr_t>(workspace.data()) % alignof(std::int16_t) == 0,
+                 errc::invalid_argument,
+                 "conv2d16x8: workspace smaller than band_workspace_bytes(input, band rows) or misaligned"))
+      return;
+    run_framed(in, band_out, reinterpret_cast<std::int16_t*>(workspace.data()), frame, band,
+               [this](auto from, auto to) { this->gemm()(from, to); });
+  }
+
  private:
   static constexpr window_geometry geometry(shape in) noexcept {
     return resolve_window(in.height, in.width, Cfg.kernel, Cfg.stride, Cfg.dilation, Cfg.pad);
@@ -202,60 +244,72 @@ class conv2d16x8
   template <class Gemm>
   void run_checked(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, std::int16_t* patches,
                    row_band rows_to_run, Gemm gemm) const {
+    run_framed(in, out, patches, {0, in.height(), 0}, rows_to_run, gemm);
+  }
+
+  /// run_checked on views placed in the image by `frame` (the output's chunks: at most its rows).
+  template <class Gemm>
+  void run_framed(const tensor_view<const std::int16_t>& in, const tensor_view<std::int16_t>& out,
+                  std::int16_t* patches, detail::kernel_16x8::image_rows frame, row_band rows_to_run, Gemm gemm) const {
     const shape out_dims = out.dims();
     if (rows_to_run.rows() == 0 || out_dims.width == 0) return;
     const int channels = this->input_channels();
     const std::ptrdiff_t stride = patch_stride(channels);
     const int band = detail::conv16::band_rows(out_dims.width, stride * sizeof(std::int16_t), out_dims.height);
-    const window_geometry g = geometry(in.dims());
+    const window_geometry g = geometry({frame.in_height, in.width(), in.channels()});
     for (int n = 0; n < in.batch(); ++n)
       for (int oy0 = rows_to_run.first; oy0 < rows_to_run.last; oy0 += band) {
         const int rows = std::min(band, rows_to_run.last - oy0);
         for (int oy = oy0; oy < oy0 + rows; ++oy)
-          gather_row(in, n, oy * Cfg.stride.h - g.y.pad_before, g.x.pad_before, out_dims.width, stride,
+          gather_row(in, frame, n, oy * Cfg.stride.h - g.y.pad_before, g.x.pad_before, out_dims.width, stride,
                      patches + static_cast<std::ptrdiff_t>(oy - oy0) * out_dims.width * stride);
         const shape band_dims{rows, out_dims.width, taps * channels};
-        gemm(tensor_view<const std::int16_t>(patches, band_dims, 1, stride), out.image(n).row_slice(oy0, rows));
+        gemm(tensor_view<const std::int16_t>(patches, band_dims, 1, stride),
+             out.image(n).row_slice(oy0 - frame.out_first, rows));
       }
   }
 
   /// The patches of one output row, whose windows start at input row y0, `stride` values apart. Interior windows
   /// (every column inside the image, dense pixels, no column dilation) take one run of KW * Cin values per kernel
   /// row, row by row; the others go tap by tap.
-  void gather_row(const tensor_view<const std::int16_t>& in, int n, int y0, int pad_left, int out_width,
-                  std::ptrdiff_t stride, std::int16_t* patches) const {
+  void gather_row(const tensor_view<const std::int16_t>& in, detail::kernel_16x8::image_rows frame, int n, int y0,
+                  int pad_left, int out_width, std::ptrdiff_t stride, std::int16_t* patches) const {
     const int c = this->input_channels(), run = Cfg.kernel.w * c;
     int first = 0, last = 0;  // the interior output columns [first, last)
     if (Cfg.dilation.w == 1 && in.pixel_stride() == c && in.width() - Cfg.kernel.w + pad_left >= 0) {
       first = std::min(out_width, (pad_left + Cfg.stride.w - 1) / Cfg.stride.w);
       last = std::clamp((in.width() - Cfg.kernel.w + pad_left) / Cfg.stride.w + 1, first, out_width);
     }
-    const auto border = [&](int ox) { gather_patch(in, n, y0, ox * Cfg.stride.w - pad_left, patches + ox * stride); };
+    const auto border = [&](int ox) {
+      gather_patch(in, frame, n, y0, ox * Cfg.stride.w - pad_left, patches + ox * stride);
+    };
     for (int ox = 0; ox < first; ++ox) border(ox);
     for (int ox = last; ox < out_width; ++ox) border(ox);
     for (int ky = 0; ky < Cfg.kernel.h; ++ky) {
       const int y = y0 + ky * Cfg.dilation.h;
       std::int16_t* to = patches + first * stride + ky * run;
-      if (y < 0 || y >= in.height()) {
+      if (y < 0 || y >= frame.in_height) {
         for (int ox = first; ox < last; ++ox, to += stride) std::fill_n(to, run, std::int16_t{0});
         continue;
       }
-      const std::int16_t* from = first < last ? in.pixel(n, y, first * Cfg.stride.w - pad_left) : nullptr;
+      const std::int16_t* from =
+          first < last ? in.pixel(n, y - frame.in_first, first * Cfg.stride.w - pad_left) : nullptr;
       for (int ox = first; ox < last; ++ox, to += stride, from += Cfg.stride.w * c)
         detail::conv16::copy_run(to, from, run);
     }
   }
 
   /// The KH x KW x Cin window whose top-left tap is input pixel (y0, x0) of image n, 0 outside the image.
-  void gather_patch(const tensor_view<const std::int16_t>& in, int n, int y0, int x0, std::int16_t* patch) const {
+  void gather_patch(const tensor_view<const std::int16_t>& in, detail::kernel_16x8::image_rows frame, int n, int y0,
+                    int x0, std::int16_t* patch) const {
     const int c = this->input_channels();
     for (int ky = 0; ky < Cfg.kernel.h; ++ky) {
       const int y = y0 + ky * Cfg.dilation.h;
-      const bool row_inside = y >= 0 && y < in.height();
+      const bool row_inside = y >= 0 && y < frame.in_height;
       for (int kx = 0; kx < Cfg.kernel.w; ++kx, patch += c) {
         const int x = x0 + kx * Cfg.dilation.w;
         if (row_inside && x >= 0 && x < in.width())
-          detail::conv16::copy_run(patch, in.pixel(n, y, x), c);
+          detail::conv16::copy_run(patch, in.pixel(n, y - frame.in_first, x), c);
         else
           std::fill_n(patch, c, std::int16_t{0});
       }

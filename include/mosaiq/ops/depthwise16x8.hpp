@@ -6,6 +6,7 @@
 //                                                                  requant /*reference::make_conv_requant_16x8*/);
 //   dw(input, output);  // tensor_view<const i16> -> tensor_view<i16>; no workspace, no heap
 //   dw.run_rows(input, output, {first, last});  // output rows [first, last) only: one task of a parallel run
+//   dw.run_rows_window(rows, first_row, image_height, band_out, {first, last});  // the same from a window of rows
 //
 // Results equal reference::depthwise_conv_16x8 bit for bit.
 //
@@ -118,6 +119,28 @@ class depthwise16x8 {
     run(in, out, band);
   }
 
+  /// Output rows `band` of an image of `image_height` rows whose input is given as a window of rows: `in` holds
+  /// image rows [in_first_row, in_first_row + in.height()), which must cover every row the band's windows read, and
+  /// `band_out` holds exactly the band's rows; bit-identical to those rows of a whole run. One step of a banded
+  /// network (net/bands.hpp). Misuse is reported through mosaiq::require and leaves `band_out` untouched.
+  void run_rows_window(tensor_view<const std::int16_t> in, int in_first_row, int image_height,
+                       tensor_view<std::int16_t> band_out, row_band band) const {
+    const shape image{image_height, in.width(), in.channels()};
+    const shape o = output_shape(image);
+    const detail::kernel_16x8::image_rows frame{in_first_row, image_height, band.first};
+    if (!check_ready(in, band_out) ||
+        !require(band.first >= 0 && band.first <= band.last && band.last <= o.height, errc::invalid_argument,
+                 "depthwise16x8: row band outside the output") ||
+        !require(band_out.dims() == shape{band.rows(), o.width, o.channels} && band_out.batch() == in.batch(),
+                 errc::shape_mismatch, "depthwise16x8: output extents differ from the band of output_shape(input)") ||
+        !require(detail::kernel_16x8::window_covers(frame, in.height(), band,
+                                                    effective_kernel_extent(Cfg.kernel.h, Cfg.dilation.h), Cfg.stride.h,
+                                                    geometry(image).y.pad_before),
+                 errc::shape_mismatch, "depthwise16x8: the input window misses rows the band reads"))
+      return;
+    run_checked<path>(in, band_out, frame, band);
+  }
+
   /// The same layer on the scalar microkernel over this path's packed weights: the twin the tests compare with.
   void run_scalar_twin(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out) const {
     run<kernels::dw16::scalar_path<path::group_taps, path::order>>(in, out, {0, out.height()});
@@ -177,58 +200,73 @@ class depthwise16x8 {
     return {.kernel = Cfg.kernel, .stride = Cfg.stride, .dilation = Cfg.dilation, .pad = Cfg.pad};
   }
 
+  /// The checks every run starts with: a loaded layer, valid views, the weights' channels.
+  bool check_ready(const tensor_view<const std::int16_t>& in, const tensor_view<std::int16_t>& out) const {
+    return require(ready_, errc::invalid_argument,
+                   "depthwise16x8: layer was not loaded (construction reported an error)") &&
+           check_view(in, "depthwise16x8: invalid input view") &&
+           check_view(out, "depthwise16x8: invalid output view") &&
+           require(in.channels() == channels_, errc::shape_mismatch,
+                   "depthwise16x8: input channels differ from the weights");
+  }
+
   template <class Path = path>
   void run(tensor_view<const std::int16_t> in, tensor_view<std::int16_t> out, row_band band) const {
-    if (!require(ready_, errc::invalid_argument,
-                 "depthwise16x8: layer was not loaded (construction reported an error)") ||
-        !check_view(in, "depthwise16x8: invalid input view") || !check_view(out, "depthwise16x8: invalid output view"))
-      return;
-    if (!require(in.channels() == channels_, errc::shape_mismatch,
-                 "depthwise16x8: input channels differ from the weights") ||
+    if (!check_ready(in, out) ||
         !require(out.dims() == output_shape(in.dims()), errc::shape_mismatch,
                  "depthwise16x8: output extents differ from output_shape(input)") ||
         !require(out.batch() == in.batch(), errc::shape_mismatch, "depthwise16x8: input and output batch differ") ||
         !require(band.first >= 0 && band.first <= band.last && band.last <= out.height(), errc::invalid_argument,
                  "depthwise16x8: row band outside the output"))
       return;
-    if (!int32_path_) return run_reference_rows(in, out, band);
+    run_checked<Path>(in, out, {0, in.height(), 0}, band);
+  }
+
+  /// Output rows `band` from views placed in the image by `frame` (checked). Inlined into its callers, as the row loop
+  /// was before the window entry point shared it: a call in between costs the pixel loop registers.
+  template <class Path>
+  [[gnu::always_inline]] inline void run_checked(const tensor_view<const std::int16_t>& in,
+                                                 const tensor_view<std::int16_t>& out,
+                                                 detail::kernel_16x8::image_rows frame, row_band band) const {
+    if (!int32_path_) return run_reference_rows(in, out, frame, band);
     kernels::dw16::pixel_job job{};
     job.channels = channels_;
     job.weights = weights_.data(), job.block_weights = block_weights;
     job.bias = bias_.data(), job.multiplier = multiplier_.data(), job.right_shift = right_shift_.data();
     job.clamp_min = clamp_.min, job.clamp_max = clamp_.max;
-    const window_geometry g = geometry(in.dims());
+    const window_geometry g = geometry({frame.in_height, in.width(), in.channels()});
     for (int n = 0; n < in.batch(); ++n)
-      for (int oy = band.first; oy < band.last; ++oy) run_row<Path>(in, out, g, n, oy, job);
+      for (int oy = band.first; oy < band.last; ++oy) run_row<Path>(in, out, g, frame, n, oy, job);
   }
 
   /// Output rows `band` on the int64 reference: the band as a convolution of its own, on the input rows its windows
   /// read, with explicit pads for the window rows above and below the image (so the same taps are skipped).
   void run_reference_rows(const tensor_view<const std::int16_t>& in, const tensor_view<std::int16_t>& out,
-                          row_band band) const {
+                          detail::kernel_16x8::image_rows frame, row_band band) const {
     if (band.rows() == 0) return;
-    const window_geometry g = geometry(in.dims());
+    const window_geometry g = geometry({frame.in_height, in.width(), in.channels()});
     const int top = band.first * Cfg.stride.h - g.y.pad_before;
     const int bottom = top + (band.rows() - 1) * Cfg.stride.h + effective_kernel_extent(Cfg.kernel.h, Cfg.dilation.h);
-    const int first = std::clamp(top, 0, in.height()), last = std::clamp(bottom, first, in.height());
+    const int first = std::clamp(top, 0, frame.in_height), last = std::clamp(bottom, first, frame.in_height);
     reference::depthwise_params p = reference_params();
     p.pad = padding::explicit_pads(first - top, bottom - last, g.x.pad_before, g.x.pad_after);
-    reference::depthwise_conv_16x8(in.row_slice(first, last - first), filter_.data(), bias64_.data(),
-                                   out.row_slice(band.first, band.rows()), p, requant_);
+    reference::depthwise_conv_16x8(in.row_slice(first - frame.in_first, last - first), filter_.data(), bias64_.data(),
+                                   out.row_slice(band.first - frame.out_first, band.rows()), p, requant_);
   }
 
   /// One output row: the window's input rows (null in the padding), then its pixels, those with the whole window
   /// inside the image without the microkernel's padding checks.
   template <class Path>
   void run_row(const tensor_view<const std::int16_t>& in, const tensor_view<std::int16_t>& out,
-               const window_geometry& g, int n, int oy, const kernels::dw16::pixel_job& row_template) const {
+               const window_geometry& g, detail::kernel_16x8::image_rows frame, int n, int oy,
+               const kernels::dw16::pixel_job& row_template) const {
     constexpr int kh = Cfg.kernel.h, kw = Cfg.kernel.w;
     std::array<const std::int16_t*, kh> rows{};
     bool rows_inside = true;
     for (int ky = 0; ky < kh; ++ky) {
       const int iy = oy * Cfg.stride.h - g.y.pad_before + ky * Cfg.dilation.h;
-      const bool inside = iy >= 0 && iy < in.height();
-      rows[static_cast<std::size_t>(ky)] = inside ? in.pixel(n, iy, 0) : nullptr;
+      const bool inside = iy >= 0 && iy < frame.in_height;
+      rows[static_cast<std::size_t>(ky)] = inside ? in.pixel(n, iy - frame.in_first, 0) : nullptr;
       rows_inside = rows_inside && inside;
     }
     const std::ptrdiff_t stride = in.pixel_stride();
@@ -243,7 +281,7 @@ class depthwise16x8 {
     job.taps = window.data();
     for (int ox = 0; ox < g.x.output; ++ox) {
       const int ix0 = ox * Cfg.stride.w - g.x.pad_before;
-      job.out = out.pixel(n, oy, ox);
+      job.out = out.pixel(n, oy - frame.out_first, ox);
       if (rows_inside && ix0 >= 0 && ix0 + (kw - 1) * Cfg.dilation.w < in.width()) {
         for (int t = 0; t < taps; ++t)
           window[static_cast<std::size_t>(t)] = at_column_0[static_cast<std::size_t>(t)] + ix0 * stride;

@@ -293,4 +293,47 @@ void resize_bilinear16x8(tensor_view<const i16> in, tensor_view<i16> out, resize
   resize_bilinear16x8_rows<R>(in, out, mode, {0, out.height()});
 }
 
+/// Output rows `band` of the resize of an image of `image_height` rows to one of `out_height` rows, whose input is
+/// given as a window of rows: `in` holds image rows [in_first_row, in_first_row + in.height()), which must hold every
+/// row the band's taps read, and `band_out` exactly the band's rows (the output's width and channels). Bit-identical
+/// to those rows of resize_bilinear16x8: one step of a banded network (net/bands.hpp). On misuse nothing is written.
+template <rounding R = rounding::tflite_reference>
+void resize_bilinear16x8_window(tensor_view<const i16> in, int in_first_row, int image_height,
+                                tensor_view<i16> band_out, int out_height, resize_mode mode, row_band band) {
+  namespace ref = reference::detail;
+  const char* misuse =
+      "16-bit resize window: the band must lie in the output, band_out hold exactly its rows and the input window "
+      "every row it reads";
+  if (!check_view(in, misuse) || !check_view(band_out, misuse) ||
+      !require(band.first >= 0 && band.first <= band.last && band.last <= out_height &&
+                   band_out.height() == band.rows() && band_out.batch() == in.batch() &&
+                   band_out.channels() == in.channels() && in_first_row >= 0 &&
+                   in_first_row + in.height() <= image_height,
+               errc::shape_mismatch, misuse))
+    return;
+  if (band_out.dims().elements() == 0) return;
+  const std::int64_t scale_y = ref::q10_axis_scale(image_height, out_height, mode);
+  const std::int64_t scale_x = ref::q10_axis_scale(in.width(), band_out.width(), mode);
+  const auto inside = [&](int row) { return row >= in_first_row && row < in_first_row + in.height(); };
+  for (int y = band.first; y < band.last; ++y) {
+    const ref::q10_tap tap_y = ref::q10_axis_tap(y, scale_y, mode, image_height);
+    if (!require(in.width() > 0 && inside(tap_y.lower) && inside(tap_y.upper), errc::shape_mismatch, misuse)) return;
+  }
+  const auto channels = static_cast<std::size_t>(band_out.channels());
+  for (int n = 0; n < band_out.batch(); ++n)
+    for (int y = band.first; y < band.last; ++y) {
+      const ref::q10_tap tap_y = ref::q10_axis_tap(y, scale_y, mode, image_height);
+      const int lower = tap_y.lower - in_first_row, upper = tap_y.upper - in_first_row;
+      for (int x = 0; x < band_out.width(); ++x) {
+        const ref::q10_tap tap_x = ref::q10_axis_tap(x, scale_x, mode, in.width());
+        const kernels::eltwise16::bilinear_taps taps{in.pixel(n, lower, tap_x.lower), in.pixel(n, upper, tap_x.lower),
+                                                     in.pixel(n, lower, tap_x.upper), in.pixel(n, upper, tap_x.upper)};
+        const auto wy = static_cast<std::int32_t>(tap_y.upper_weight),
+                   wx = static_cast<std::int32_t>(tap_x.upper_weight);
+        detail::eltwise16::native::bilinear_span<R>(taps, {1024 - wy, wy, 1024 - wx, wx},
+                                                    band_out.pixel(n, y - band.first, x), channels);
+      }
+    }
+}
+
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE
