@@ -52,12 +52,8 @@ namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 namespace detail::eltwise16 {
 
-/// The spans this target runs: the vector path where there are lanes, else the scalar one.
-#if MOSAIQ_TARGET_SIMD
-namespace native = kernels::eltwise16::vector;
-#else
-namespace native = kernels::eltwise16::scalar;
-#endif
+/// The spans this target runs (ops/eltwise16x8/simd.hpp or scalar.hpp names them).
+namespace native = kernels::eltwise16::native;
 
 inline bool dense_images(const auto& v) noexcept { return v.is_dense() && v.images_follow(); }
 

@@ -116,3 +116,10 @@ void bilinear_span(const bilinear_taps& taps, const bilinear_weights& w, std::in
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::scalar
+
+#if MOSAIQ_TARGET_SCALAR
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16 {
+/// The spans a scalar build runs (SIMD builds: ops/eltwise16x8/simd.hpp's vector spans).
+namespace native = scalar;
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16
+#endif  // MOSAIQ_TARGET_SCALAR

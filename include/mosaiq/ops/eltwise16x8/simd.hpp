@@ -2,7 +2,7 @@
 // widened to int32 lanes (simd/lanes.hpp), each multiplier step the lane form of MultiplyByQuantizedMultiplier for
 // rounding R (simd/x86.hpp, simd/neon.hpp, proven equal to core/quant.hpp by tests/quant_test.cpp), clamped to int16
 // before the narrowing store. A run's last partial block goes through zero-padded copies. Scalar builds have no
-// lanes: ops/eltwise16x8.hpp runs ops/eltwise16x8/scalar.hpp there.
+// lanes: they run ops/eltwise16x8/scalar.hpp, which names itself `native` there.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -252,5 +252,10 @@ void bilinear_span(const bilinear_taps& taps, const bilinear_weights& w, std::in
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::vector
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16 {
+/// The spans a SIMD target runs.
+namespace native = vector;
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16
 
 #endif  // MOSAIQ_TARGET_SIMD
