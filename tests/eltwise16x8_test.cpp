@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -478,6 +479,7 @@ TEST_CASE("eltwise16x8: the vector spans == the scalar twin for every run length
   namespace scalar = kernels::eltwise16::scalar;
   std::mt19937 rng(65);
   constexpr rounding R = rounding::tflite_reference, S = rounding::single_round;
+  std::array<int, 3> shifted_inputs{};  // add's vector forms: neither input, the first, the second a << 14
   for (std::size_t n = 0; n <= 70; ++n) {
     const std::vector<i16> a = random_values(rng, n + 1), b = random_values(rng, n + 1);
     std::vector<i16> got(n + 1, canary), expected(n + 1, canary);
@@ -490,6 +492,7 @@ TEST_CASE("eltwise16x8: the vector spans == the scalar twin for every run length
     };
     const kernels::eltwise16::add_scales_16x8 as =
         kernels::eltwise16::add_scales_16x8_of<S>(random_add_params(rng, static_cast<int>(n)));
+    ++shifted_inputs[static_cast<std::size_t>(as.shifted_input)];
     CHECK(same([&](i16* o) { vector::add_span<S>(a.data() + 1, b.data(), o, n, as); },
                [&](i16* o) { scalar::add_span<S>(a.data() + 1, b.data(), o, n, as); }));
     const kernels::eltwise16::mul_scales_16 ms =
@@ -518,6 +521,7 @@ TEST_CASE("eltwise16x8: the vector spans == the scalar twin for every run length
     CHECK(same([&](i16* o) { vector::bilinear_span<S>(taps, w, o, n); },
                [&](i16* o) { scalar::bilinear_span<S>(taps, w, o, n); }));
   }
+  for (const int count : shifted_inputs) CHECK(count > 0);
 }
 #endif
 

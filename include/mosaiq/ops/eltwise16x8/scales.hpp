@@ -107,7 +107,15 @@ struct add_scales_16x8 {
   add_input_16 input1{}, input2{};
   folded_scale output{};
   bool folded = false;
+  /// Which input's step is a << 14 exactly (1 or 2; 0: neither): multiplier 2^30 with exponent 0, the one of the
+  /// larger input scale whenever Prepare made the params (its real multiplier is exactly 1/2).
+  int shifted_input = 0;
 };
+
+/// Whether a folded input step is a << 14 for every int16 a: t = a 2^14 + ((a 0 + 2^15) >> 16) = a 2^14, exponent 0.
+constexpr bool is_shift_by_14(const add_input_16& f) noexcept {
+  return f.high == 1 << 14 && f.low == 0 && f.low_offset == 1 << 15 && f.exponent == 0;
+}
 
 template <rounding R>
 constexpr add_scales_16x8 add_scales_16x8_of(const reference::add_params_16& p) noexcept {
@@ -126,6 +134,7 @@ constexpr add_scales_16x8 add_scales_16x8_of(const reference::add_params_16& p) 
   if (largest(s.input1) + largest(s.input2) > (std::int64_t{1} << 30)) return s;
   s.output = fold_scale<R>(s.general.output);
   s.folded = true;
+  s.shifted_input = is_shift_by_14(s.input1) ? 1 : is_shift_by_14(s.input2) ? 2 : 0;
   return s;
 }
 

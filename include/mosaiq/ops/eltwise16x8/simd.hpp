@@ -101,10 +101,22 @@ void add_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, s
   if (scales.folded) {
     const add_input_regs in1 = add_input_regs::of(scales.input1), in2 = add_input_regs::of(scales.input2);
     const folded_scale so = scales.output;
-    binary_lanes(
-        a, b, out, n, [&](reg va, reg vb) __attribute__((always_inline)) {
-          return clamp(multiply<R>(add_input_step(va, in1) + add_input_step(vb, in2), so), lo, hi);
-        });
+    const auto folded_lanes = [&](auto step1, auto step2) {
+      binary_lanes(
+          a, b, out, n, [&](reg va, reg vb) __attribute__((always_inline)) {
+            return clamp(multiply<R>(step1(va) + step2(vb), so), lo, hi);
+          });
+    };
+    const auto shifted = [](reg v) __attribute__((always_inline)) { return v << 14; };
+    const auto step_of = [](const add_input_regs& f) {
+      return [&f](reg v) __attribute__((always_inline)) { return add_input_step(v, f); };
+    };
+    if (scales.shifted_input == 1)
+      folded_lanes(shifted, step_of(in2));
+    else if (scales.shifted_input == 2)
+      folded_lanes(step_of(in1), shifted);
+    else
+      folded_lanes(step_of(in1), step_of(in2));
     return;
   }
   const auto s1 = lanes::scale_regs::of(scales.general.input1), s2 = lanes::scale_regs::of(scales.general.input2),
