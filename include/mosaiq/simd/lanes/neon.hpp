@@ -97,7 +97,7 @@ template <class A>
 template <rounding R, class A>
 [[gnu::always_inline]] inline int32s<A> multiply_folded(int32s<A> x, std::int32_t multiplier, std::int32_t exponent,
                                                         std::int64_t, std::int64_t, xsimd::neon) noexcept {
-  const int32_t right_shift = R == rounding::tflite_reference ? exponent : 31 + exponent;
+  const std::int32_t right_shift = R == rounding::tflite_reference ? exponent : 31 + exponent;
   return simd::neon::multiply_by_quantized_multiplier<R>(x, vdupq_n_s32(multiplier), vdupq_n_s32(0),
                                                          vdupq_n_s32(right_shift));
 }
