@@ -101,14 +101,14 @@ void add_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, s
   if (scales.folded) {
     const add_input_regs in1 = add_input_regs::of(scales.input1), in2 = add_input_regs::of(scales.input2);
     const folded_scale so = scales.output;
-    const auto folded_lanes = [&](auto step1, auto step2) {
+    const auto folded_lanes = [&](auto step1, auto step2) __attribute__((always_inline)) {
       binary_lanes(
           a, b, out, n, [&](reg va, reg vb) __attribute__((always_inline)) {
             return clamp(multiply<R>(step1(va) + step2(vb), so), lo, hi);
           });
     };
     const auto shifted = [](reg v) __attribute__((always_inline)) { return v << 14; };
-    const auto step_of = [](const add_input_regs& f) {
+    const auto step_of = [](const add_input_regs& f) __attribute__((always_inline)) {
       return [&f](reg v) __attribute__((always_inline)) { return add_input_step(v, f); };
     };
     if (scales.shifted_input == 1)
@@ -133,7 +133,7 @@ template <rounding R>
 void mul_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, std::size_t n,
               const mul_scales_16& scales) noexcept {
   const reg lo(scales.clamp.min), hi(scales.clamp.max);
-  const auto mul_lanes = [&](auto scale) {
+  const auto mul_lanes = [&](auto scale) __attribute__((always_inline)) {
     binary_lanes(
         a, b, out, n, [&](reg va, reg vb) __attribute__((always_inline)) {
           return clamp(multiply<R>(va * vb, scale), lo, hi);  // |a b| <= 2^30
