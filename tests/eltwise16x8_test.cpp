@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -319,12 +320,166 @@ TEST_CASE_TEMPLATE("resize_bilinear16x8 == reference::resize_bilinear_16: up, do
   }
 }
 
+// The folded forms of the 16x8 add, mul and hard swish (ops/eltwise16x8/scales.hpp) against the references' steps
+// over their domains: every int16 input on one side, edges and random values on the other.
+
+/// x values of the fold's domain (|x| <= 2^30): the ends, small values (ties at every exponent), random.
+std::vector<std::int32_t> folded_domain(std::mt19937& rng) {
+  std::vector<std::int32_t> xs = {1 << 30, -(1 << 30), (1 << 30) - 1, -(1 << 30) + 1, 0};
+  for (std::int32_t x = -4100; x <= 4100; ++x) xs.push_back(x);
+  for (int i = 0; i < 4000; ++i) xs.push_back(draw(rng, -(1 << 30), 1 << 30));
+  return xs;
+}
+
+TEST_CASE_TEMPLATE("fold_scale: one rounding == multiply_by_quantized_multiplier for |x| <= 2^30", Round,
+                   std::integral_constant<rounding, rounding::tflite_reference>,
+                   std::integral_constant<rounding, rounding::single_round>) {
+  constexpr rounding R = Round::value;
+  std::mt19937 rng(70);
+  const std::vector<std::int32_t> xs = folded_domain(rng);
+  for (int shift = -31; shift <= 0; ++shift)
+    for (const std::int32_t m : {0, 1, 1 << 30, (1 << 30) + 1, 0x7FFFFFFF, draw(rng, 1 << 30, 0x7FFFFFFF)}) {
+      const requant_scale s = prepare_scale<R>(quantized_multiplier{m, shift});
+      CHECK(kernels::eltwise16::folds<R>(s) == (shift > -31));
+      if (!kernels::eltwise16::folds<R>(s)) continue;
+      const kernels::eltwise16::folded_scale f = kernels::eltwise16::fold_scale<R>(s);
+      std::size_t wrong = 0;
+      for (const std::int32_t x : xs)
+        wrong += kernels::eltwise16::multiply_folded(x, f) != multiply_by_quantized_multiplier<R>(x, s);
+      CHECK_MESSAGE(wrong == 0, "shift ", shift, " multiplier ", m);
+    }
+  CHECK_FALSE(kernels::eltwise16::folds<R>(prepare_scale<R>(quantized_multiplier{1 << 30, 1})));  // a left shift
+}
+
+/// Every int16 against a few values (edges and random) on the other side, both orders.
+template <class Check>
+void every_pair_against_some(std::mt19937& rng, Check check) {
+  std::vector<i16> some = {-32768, -32767, -1, 0, 1, 32766, 32767};
+  for (int i = 0; i < 9; ++i) some.push_back(static_cast<i16>(draw(rng, -32768, 32767)));
+  for (int a = -32768; a <= 32767; ++a)
+    for (const i16 b : some) {
+      check(static_cast<i16>(a), b);
+      check(b, static_cast<i16>(a));
+    }
+}
+
+/// Ten param draws: `folded_element(a, b, params)` against `reference_element` on every_pair_against_some; returns how
+/// many draws took the folded form (`is_folded(params)`).
+template <class Draw, class Folded, class Reference, class IsFolded>
+int check_folded_pairs(std::mt19937& rng, Draw draw_params, Folded folded_element, Reference reference_element,
+                       IsFolded is_folded) {
+  int folded = 0;
+  for (int variant = 0; variant < 10; ++variant) {
+    const auto params = draw_params(variant);
+    folded += is_folded(params);
+    std::size_t wrong = 0;
+    every_pair_against_some(
+        rng, [&](i16 a, i16 b) { wrong += folded_element(a, b, params) != reference_element(a, b, params); });
+    CHECK_MESSAGE(wrong == 0, "variant ", variant);
+  }
+  return folded;
+}
+
+TEST_CASE_TEMPLATE("add16x8, mul16x8: the folded steps == the references' elements, every input against some", Round,
+                   std::integral_constant<rounding, rounding::tflite_reference>,
+                   std::integral_constant<rounding, rounding::single_round>) {
+  constexpr rounding R = Round::value;
+  namespace kernels16 = kernels::eltwise16;
+  std::mt19937 rng(71);
+  const int added = check_folded_pairs(
+      rng,
+      [&](int variant) {
+        const kernels16::add_scales_16x8 s = kernels16::add_scales_16x8_of<R>(random_add_params(rng, variant));
+        if (variant % 2 == 0) REQUIRE(s.folded);  // Prepare's params always fold
+        return s;
+      },
+      [](i16 a, i16 b, const auto& s) { return kernels16::scalar::add_element<R>(a, b, s); },
+      [](i16 a, i16 b, const auto& s) { return reference::add_16_element<R>(a, b, s.general); },
+      [](const auto& s) { return s.folded; });
+  CHECK(added >= 5);
+  const int multiplied = check_folded_pairs(
+      rng, [&](int variant) { return kernels16::mul_scales_16_of<R>(random_mul_params<R>(rng, variant)); },
+      [](i16 a, i16 b, const auto& s) { return kernels16::scalar::mul_element<R>(a, b, s); },
+      [](i16 a, i16 b, const auto& s) { return reference::mul_16_element<R>(a, b, s.output, s.clamp); },
+      [](const auto& s) { return s.output_folds; });
+  CHECK(multiplied >= 5);
+}
+
+TEST_CASE_TEMPLATE("hard_swish16x8's folded steps == reference::hard_swish_16_element: every exponent, every input",
+                   Round, std::integral_constant<rounding, rounding::tflite_reference>,
+                   std::integral_constant<rounding, rounding::single_round>) {
+  constexpr rounding R = Round::value;
+  std::mt19937 rng(73);
+  const auto q15 = [&] { return static_cast<std::int16_t>(draw(rng, 16384, 32767)); };
+  for (int reluish_exponent = -31; reluish_exponent <= 15; ++reluish_exponent)
+    for (const int output_exponent : {0, 1, -2, draw(rng, -31, 15)}) {  // large left shifts saturate most outputs
+      const reference::hard_swish_params_16 p{
+          .reluish_multiplier = reluish_exponent % 5 == 0 ? std::int16_t{32767} : q15(),
+          .reluish_exponent = reluish_exponent,
+          .output_multiplier = q15(),
+          .output_exponent = output_exponent,
+          .valid = true};
+      const kernels::eltwise16::hard_swish_scales_16 s = kernels::eltwise16::hard_swish_scales_16_of<R>(p);
+      REQUIRE(s.folds);
+      std::size_t wrong = 0;
+      for (int x = -32768; x <= 32767; ++x)
+        wrong += kernels::eltwise16::scalar::hard_swish_folded_element(static_cast<i16>(x), s.folded) !=
+                 reference::hard_swish_16_element<R>(static_cast<i16>(x), p);
+      CHECK_MESSAGE(wrong == 0, "reluish exponent ", reluish_exponent, " output exponent ", output_exponent);
+    }
+}
+
+TEST_CASE("add16x8, mul16x8, hard_swish16x8: params outside the folded forms run the general path, exactly") {
+  std::mt19937 rng(74);
+  constexpr rounding R = rounding::tflite_reference;
+  std::vector<i16> all(65536), other(65536);
+  for (int i = 0; i < 65536; ++i) all[static_cast<std::size_t>(i)] = static_cast<i16>(i - 32768);
+  std::vector<i16> got(all.size()), expected(all.size());
+  const shape whole{1, 1, 65536};
+  const tensor_view<const i16> in(all.data(), whole), b(other.data(), whole);
+  const tensor_view<i16> got_view(got.data(), whole), expected_view(expected.data(), whole);
+  for (i16& v : other) v = static_cast<i16>(draw(rng, -32768, 32767));
+
+  // Hard swish with a reluish mantissa <= 0 (not from Prepare, inside the reference's domain).
+  for (const std::int16_t m : {std::int16_t{0}, std::int16_t{-1}, std::int16_t{-32768}}) {
+    const reference::hard_swish_params_16 p{.reluish_multiplier = m,
+                                            .reluish_exponent = -16,
+                                            .output_multiplier = 20000,
+                                            .output_exponent = -1,
+                                            .valid = true};
+    REQUIRE_FALSE(kernels::eltwise16::hard_swish_scales_16_of<R>(p).folds);
+    const hard_swish16x8<R> kernel(p);
+    kernel(in, got_view);
+    reference::hard_swish_16<R>(in, expected_view, p);
+    CHECK(got == expected);
+  }
+  // Mul with a multiplier of 1 or more (a left shift) and add with an input multiplier above 1/2 or a left shift.
+  const reference::mul_params_16 mp{
+      .output_multiplier = {1 << 30, 3}, .clamp = {-32768, 32767}, .round = R, .valid = true};
+  REQUIRE_FALSE(kernels::eltwise16::mul_scales_16_of<R>(mp).output_folds);
+  const mul16x8<R> mul(mp);
+  mul(in, b, got_view);
+  reference::mul_16<R>(in, b, expected_view, mp);
+  CHECK(got == expected);
+  const reference::add_params_16 sums_too_wide{.input1_multiplier = {0x7FFFFFFF, 0},
+                                               .input2_multiplier = {0x7FFFFFFF, 0},
+                                               .output_multiplier = {1 << 30, -14},
+                                               .clamp = {-32768, 32767},
+                                               .valid = true};
+  REQUIRE_FALSE(kernels::eltwise16::add_scales_16x8_of<R>(sums_too_wide).folded);
+  const add16x8<R> add(sums_too_wide);
+  add(in, b, got_view);
+  reference::add_16<R>(in, b, expected_view, sums_too_wide);
+  CHECK(got == expected);
+}
+
 #if MOSAIQ_TARGET_SIMD
 TEST_CASE("eltwise16x8: the vector spans == the scalar twin for every run length up to 70") {
   namespace vector = kernels::eltwise16::vector;
   namespace scalar = kernels::eltwise16::scalar;
   std::mt19937 rng(65);
   constexpr rounding R = rounding::tflite_reference, S = rounding::single_round;
+  std::array<int, 3> shifted_inputs{};  // add's vector forms: neither input, the first, the second a << 14
   for (std::size_t n = 0; n <= 70; ++n) {
     const std::vector<i16> a = random_values(rng, n + 1), b = random_values(rng, n + 1);
     std::vector<i16> got(n + 1, canary), expected(n + 1, canary);
@@ -335,11 +490,13 @@ TEST_CASE("eltwise16x8: the vector spans == the scalar twin for every run length
       run_scalar(expected.data());
       return got == expected;  // the element past n keeps its canary in both
     };
-    const reference::add_scales_16 as = reference::add_scales_16_of<S>(random_add_params(rng, static_cast<int>(n)));
+    const kernels::eltwise16::add_scales_16x8 as =
+        kernels::eltwise16::add_scales_16x8_of<S>(random_add_params(rng, static_cast<int>(n)));
+    ++shifted_inputs[static_cast<std::size_t>(as.shifted_input)];
     CHECK(same([&](i16* o) { vector::add_span<S>(a.data() + 1, b.data(), o, n, as); },
                [&](i16* o) { scalar::add_span<S>(a.data() + 1, b.data(), o, n, as); }));
-    const reference::mul_params_16 mp = random_mul_params<R>(rng, static_cast<int>(n));
-    const kernels::eltwise16::mul_scales_16 ms{prepare_scale<R>(mp.output_multiplier), mp.clamp};
+    const kernels::eltwise16::mul_scales_16 ms =
+        kernels::eltwise16::mul_scales_16_of<R>(random_mul_params<R>(rng, static_cast<int>(n)));
     CHECK(same([&](i16* o) { vector::mul_span<R>(a.data(), b.data() + 1, o, n, ms); },
                [&](i16* o) { scalar::mul_span<R>(a.data(), b.data() + 1, o, n, ms); }));
     const kernels::eltwise16::hard_swish_scales_16 hs =
@@ -364,6 +521,7 @@ TEST_CASE("eltwise16x8: the vector spans == the scalar twin for every run length
     CHECK(same([&](i16* o) { vector::bilinear_span<S>(taps, w, o, n); },
                [&](i16* o) { scalar::bilinear_span<S>(taps, w, o, n); }));
   }
+  for (const int count : shifted_inputs) CHECK(count > 0);
 }
 #endif
 

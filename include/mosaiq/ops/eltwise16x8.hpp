@@ -52,12 +52,8 @@ namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE {
 
 namespace detail::eltwise16 {
 
-/// The spans this target runs: the vector path where there are lanes, else the scalar one.
-#if MOSAIQ_TARGET_SIMD
-namespace native = kernels::eltwise16::vector;
-#else
-namespace native = kernels::eltwise16::scalar;
-#endif
+/// The spans this target runs (ops/eltwise16x8/simd.hpp or scalar.hpp names them).
+namespace native = kernels::eltwise16::native;
 
 inline bool dense_images(const auto& v) noexcept { return v.is_dense() && v.images_follow(); }
 
@@ -146,7 +142,7 @@ class add16x8 {
   add16x8(float a_scale, float b_scale, float out_scale, activation act = activation::none)
       : add16x8(reference::make_add_params_16(a_scale, b_scale, out_scale, act)) {}
   explicit add16x8(const reference::add_params_16& params)
-      : params_(params), scales_(reference::add_scales_16_of<R>(params)) {}
+      : params_(params), scales_(kernels::eltwise16::add_scales_16x8_of<R>(params)) {}
 
   bool valid() const noexcept { return params_.valid; }
   const reference::add_params_16& params() const noexcept { return params_; }
@@ -165,7 +161,7 @@ class add16x8 {
 
  private:
   reference::add_params_16 params_{};
-  reference::add_scales_16 scales_{};
+  kernels::eltwise16::add_scales_16x8 scales_{};
 };
 
 /// TFLite's int16 MUL (reference::mul_16<R>, bit for bit): see the file comment.
@@ -178,7 +174,7 @@ class mul16x8 {
   mul16x8(float a_scale, float b_scale, float out_scale, activation act = activation::none)
       : mul16x8(reference::make_mul_params_16<R>(a_scale, b_scale, out_scale, act)) {}
   explicit mul16x8(const reference::mul_params_16& params)
-      : params_(params), scales_{prepare_scale<R>(params.output_multiplier), params.clamp} {}
+      : params_(params), scales_(kernels::eltwise16::mul_scales_16_of<R>(params)) {}
 
   bool valid() const noexcept { return params_.valid && params_.round == R; }
   const reference::mul_params_16& params() const noexcept { return params_; }

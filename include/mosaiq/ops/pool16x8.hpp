@@ -13,11 +13,10 @@
 // run the references themselves. Misuse is reported as the reference reports it and writes nothing.
 #pragma once
 
-#include <optional>
-
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/core/tensor.hpp"
 #include "mosaiq/core/types.hpp"
+#include "mosaiq/ops/pool16x8/scalar.hpp"
 #include "mosaiq/ops/pool16x8/simd.hpp"
 #include "mosaiq/reference/int16.hpp"
 #include "mosaiq/reference/pool.hpp"
@@ -33,26 +32,14 @@ namespace detail::pooling16 {
 struct average_pool16x8_fn {
   void operator()(tensor_view<const i16> in, tensor_view<i16> out, const reference::pool_params& params,
                   float scale = 1.0f) const {
-#if MOSAIQ_TARGET_SIMD
-    const std::optional<reference::detail::average_pool_16_plan> plan =
-        reference::detail::resolve_average_pool_16(in, out, params, scale);
-    if (!plan) return;
-    kernels::pool16::vector::average_pool(in, out, params, plan->geometry, plan->clamp);
-#else
-    reference::average_pool_16(in, out, params, scale);
-#endif
+    kernels::pool16::native::average_pool(in, out, params, scale);
   }
 };
 
 template <rounding R>
 struct mean16x8_fn {
   void operator()(tensor_view<const i16> in, tensor_view<i16> out, const reference::mean_params_16& params) const {
-#if MOSAIQ_TARGET_SIMD
-    if (!reference::detail::check_mean_16<R>(in, out, params)) return;
-    kernels::pool16::vector::mean<R>(in, out, params);
-#else
-    reference::mean_16<R>(in, out, params);
-#endif
+    kernels::pool16::native::mean<R>(in, out, params);
   }
 };
 

@@ -81,6 +81,15 @@ template <rounding R>
 [[gnu::always_inline]] inline reg multiply(reg x, reg multiplier, reg left_shift, reg right_shift) noexcept {
   return kernel::multiply<R>(x, multiplier, left_shift, right_shift, arch{});
 }
+/// multiply<R> by a multiplier >= 0 with no left shift as one rounding: floor((x * multiplier + offset) /
+/// 2^(31 + exponent)), offset_nonnegative where x * multiplier >= 0, else offset_negative. Its domain (where it equals
+/// multiply<R>, kernels::eltwise16::folded_scale): |x| <= 2^30, exponent <= 30.
+template <rounding R>
+[[gnu::always_inline]] inline reg multiply_folded(reg x, std::int32_t multiplier, std::int32_t exponent,
+                                                  std::int64_t offset_nonnegative,
+                                                  std::int64_t offset_negative) noexcept {
+  return kernel::multiply_folded<R>(x, multiplier, exponent, offset_nonnegative, offset_negative, arch{});
+}
 /// RoundingDivideByPOT per lane (ties away from zero), exponent in [0, 31].
 [[gnu::always_inline]] inline reg rounding_divide_by_pot(reg x, reg exponent) noexcept {
   return kernel::rounding_divide_by_pot(x, exponent, arch{});

@@ -15,21 +15,53 @@
 
 namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::scalar {
 
+/// reference::add_16_element through the folded steps (add_input_step, multiply_folded) where they apply.
+template <rounding R>
+constexpr std::int16_t add_element(std::int16_t a, std::int16_t b, const add_scales_16x8& s) noexcept {
+  if (!s.folded) return reference::add_16_element<R>(a, b, s.general);
+  const std::int32_t sum = add_input_step(a, s.input1) + add_input_step(b, s.input2);
+  return static_cast<std::int16_t>(
+      std::clamp(multiply_folded(sum, s.output), s.general.clamp.min, s.general.clamp.max));
+}
+
 template <rounding R>
 void add_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, std::size_t n,
-              const reference::add_scales_16& s) noexcept {
-  for (std::size_t i = 0; i < n; ++i) out[i] = reference::add_16_element<R>(a[i], b[i], s);
+              const add_scales_16x8& s) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = add_element<R>(a[i], b[i], s);
+}
+
+/// reference::mul_16_element with the output multiplier folded where it folds.
+template <rounding R>
+constexpr std::int16_t mul_element(std::int16_t a, std::int16_t b, const mul_scales_16& s) noexcept {
+  if (!s.output_folds) return reference::mul_16_element<R>(a, b, s.output, s.clamp);
+  return static_cast<std::int16_t>(
+      std::clamp(multiply_folded(std::int32_t{a} * b, s.folded), s.clamp.min, s.clamp.max));
 }
 
 template <rounding R>
 void mul_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, std::size_t n,
               const mul_scales_16& s) noexcept {
-  for (std::size_t i = 0; i < n; ++i) out[i] = reference::mul_16_element<R>(a[i], b[i], s.output, s.clamp);
+  for (std::size_t i = 0; i < n; ++i) out[i] = mul_element<R>(a[i], b[i], s);
+}
+
+/// hard_swish_folded_16's four int32 steps, as the SIMD path computes them.
+constexpr std::int16_t hard_swish_folded_element(std::int16_t x, const hard_swish_folded_16& f) noexcept {
+  const std::int32_t wide = x;
+  const std::int32_t reluish_wide =
+      (wide * f.reluish_multiplier + f.reluish_offset + (wide < 0 ? f.reluish_negative_step : 0)) >> f.reluish_shift;
+  const std::int32_t reluish = (std::clamp<std::int32_t>(reluish_wide, -32768, 32767) + (1 << 15)) >> 1;
+  const std::int32_t on_output = (wide * f.output_multiplier + (1 << 14)) >> 15;
+  const std::int32_t product = (on_output * reluish + (1 << 14)) >> 15;
+  const std::int32_t output =
+      ((product << f.exponent_left) + f.exponent_offset + (product < 0 ? f.exponent_negative_step : 0)) >>
+      f.exponent_right;
+  return static_cast<std::int16_t>(std::clamp<std::int32_t>(output, -32768, 32767));
 }
 
 /// reference::hard_swish_16_element on the decoded scales, step for step as the SIMD path computes it.
 template <rounding R>
 constexpr std::int16_t hard_swish_element(std::int16_t x, const hard_swish_scales_16& s) noexcept {
+  if (s.folds) return hard_swish_folded_element(x, s.folded);
   const std::int32_t reluish_wide = multiply_by_quantized_multiplier<R>(x, s.reluish);
   const std::int32_t reluish = (std::clamp<std::int32_t>(reluish_wide, -32768, 32767) + (1 << 15)) >> 1;
   const std::int32_t on_output = multiply_by_quantized_multiplier<R>(x, s.to_output);
@@ -84,3 +116,10 @@ void bilinear_span(const bilinear_taps& taps, const bilinear_weights& w, std::in
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::scalar
+
+#if MOSAIQ_TARGET_SCALAR
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16 {
+/// The spans a scalar build runs (SIMD builds: ops/eltwise16x8/simd.hpp's vector spans).
+namespace native = scalar;
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16
+#endif  // MOSAIQ_TARGET_SCALAR

@@ -2,7 +2,7 @@
 // widened to int32 lanes (simd/lanes.hpp), each multiplier step the lane form of MultiplyByQuantizedMultiplier for
 // rounding R (simd/x86.hpp, simd/neon.hpp, proven equal to core/quant.hpp by tests/quant_test.cpp), clamped to int16
 // before the narrowing store. A run's last partial block goes through zero-padded copies. Scalar builds have no
-// lanes: ops/eltwise16x8.hpp runs ops/eltwise16x8/scalar.hpp there.
+// lanes: they run ops/eltwise16x8/scalar.hpp, which names itself `native` there.
 #pragma once
 
 #include "mosaiq/simd/target.hpp"
@@ -58,37 +58,119 @@ template <rounding R>
   return lanes::multiply<R>(x, s.multiplier, s.left_shift, s.right_shift);
 }
 
+/// lanes::multiply_folded by a folded_scale.
+template <rounding R>
+[[gnu::always_inline]] inline reg multiply(reg x, const folded_scale& f) noexcept {
+  return lanes::multiply_folded<R>(x, f.multiplier, f.exponent, f.offset_nonnegative, f.offset_negative);
+}
+
+/// add_input_16 broadcast once per run.
+struct add_input_regs {
+  reg high, low, low_offset, offset, negative_step;
+  int exponent;
+  static add_input_regs of(const add_input_16& f) noexcept {
+    return {reg(f.high), reg(f.low), reg(f.low_offset), reg(f.offset), reg(f.negative_step), f.exponent};
+  }
+};
+
+/// scalar add_input_step on lanes.
+[[gnu::always_inline]] inline reg add_input_step(reg a, const add_input_regs& f) noexcept {
+  const reg t = a * f.high + ((a * f.low + f.low_offset) >> 16);
+  return (t + f.offset + ((t >> 31) & f.negative_step)) >> f.exponent;
+}
+
+/// out[i] = element(a[i], b[i]) on int32 lanes, 16 elements per block (binary_blocks).
+template <class Element>
+[[gnu::always_inline]] inline void binary_lanes(const std::int16_t* a, const std::int16_t* b, std::int16_t* out,
+                                                std::size_t n, Element element) noexcept {
+  binary_blocks(
+      a, b, out,
+      n, [&](const std::int16_t* pa, const std::int16_t* pb, std::int16_t* po) __attribute__((always_inline)) {
+        reg va[lanes::regs], vb[lanes::regs];
+        lanes::widen_16(pa, va);
+        lanes::widen_16(pb, vb);
+        for (int j = 0; j < lanes::regs; ++j) va[j] = element(va[j], vb[j]);
+        lanes::narrow_16(po, va);
+      });
+}
+
 template <rounding R>
 void add_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, std::size_t n,
-              const reference::add_scales_16& scales) noexcept {
-  const auto s1 = lanes::scale_regs::of(scales.input1), s2 = lanes::scale_regs::of(scales.input2),
-             so = lanes::scale_regs::of(scales.output);
-  const reg lo(scales.clamp.min), hi(scales.clamp.max);
-  binary_blocks(a, b, out, n, [&](const std::int16_t* pa, const std::int16_t* pb, std::int16_t* po) {
-    reg va[lanes::regs], vb[lanes::regs];
-    lanes::widen_16(pa, va);
-    lanes::widen_16(pb, vb);
-    for (int j = 0; j < lanes::regs; ++j) {
-      const reg sum = multiply<R>(va[j] << reference::add_params_16::left_shift, s1) +
-                      multiply<R>(vb[j] << reference::add_params_16::left_shift, s2);
-      va[j] = clamp(multiply<R>(sum, so), lo, hi);
-    }
-    lanes::narrow_16(po, va);
-  });
+              const add_scales_16x8& scales) noexcept {
+  const reg lo(scales.general.clamp.min), hi(scales.general.clamp.max);
+  if (scales.folded) {
+    const add_input_regs in1 = add_input_regs::of(scales.input1), in2 = add_input_regs::of(scales.input2);
+    const folded_scale so = scales.output;
+    const auto folded_lanes = [&](auto step1, auto step2) __attribute__((always_inline)) {
+      binary_lanes(
+          a, b, out, n, [&](reg va, reg vb) __attribute__((always_inline)) {
+            return clamp(multiply<R>(step1(va) + step2(vb), so), lo, hi);
+          });
+    };
+    const auto shifted = [](reg v) __attribute__((always_inline)) { return v << 14; };
+    const auto step_of = [](const add_input_regs& f) __attribute__((always_inline)) {
+      return [&f](reg v) __attribute__((always_inline)) { return add_input_step(v, f); };
+    };
+    if (scales.shifted_input == 1)
+      folded_lanes(shifted, step_of(in2));
+    else if (scales.shifted_input == 2)
+      folded_lanes(step_of(in1), shifted);
+    else
+      folded_lanes(step_of(in1), step_of(in2));
+    return;
+  }
+  const auto s1 = lanes::scale_regs::of(scales.general.input1), s2 = lanes::scale_regs::of(scales.general.input2),
+             so = lanes::scale_regs::of(scales.general.output);
+  binary_lanes(
+      a, b, out, n, [&](reg va, reg vb) __attribute__((always_inline)) {
+        const reg sum = multiply<R>(va << reference::add_params_16::left_shift, s1) +
+                        multiply<R>(vb << reference::add_params_16::left_shift, s2);
+        return clamp(multiply<R>(sum, so), lo, hi);
+      });
 }
 
 template <rounding R>
 void mul_span(const std::int16_t* a, const std::int16_t* b, std::int16_t* out, std::size_t n,
               const mul_scales_16& scales) noexcept {
-  const auto so = lanes::scale_regs::of(scales.output);
   const reg lo(scales.clamp.min), hi(scales.clamp.max);
-  binary_blocks(a, b, out, n, [&](const std::int16_t* pa, const std::int16_t* pb, std::int16_t* po) {
-    reg va[lanes::regs], vb[lanes::regs];
-    lanes::widen_16(pa, va);
-    lanes::widen_16(pb, vb);
-    for (int j = 0; j < lanes::regs; ++j) va[j] = clamp(multiply<R>(va[j] * vb[j], so), lo, hi);  // |a b| <= 2^30
-    lanes::narrow_16(po, va);
-  });
+  const auto mul_lanes = [&](auto scale) __attribute__((always_inline)) {
+    binary_lanes(
+        a, b, out, n, [&](reg va, reg vb) __attribute__((always_inline)) {
+          return clamp(multiply<R>(va * vb, scale), lo, hi);  // |a b| <= 2^30
+        });
+  };
+  if (scales.output_folds)
+    mul_lanes(scales.folded);
+  else
+    mul_lanes(lanes::scale_regs::of(scales.output));
+}
+
+/// scalar::hard_swish_folded_element on lanes.
+inline void hard_swish_folded_span(const std::int16_t* in, std::int16_t* out, std::size_t n,
+                                   const hard_swish_folded_16& f) noexcept {
+  const reg reluish_multiplier(f.reluish_multiplier), reluish_offset(f.reluish_offset),
+      reluish_negative_step(f.reluish_negative_step), output_multiplier(f.output_multiplier), q14(1 << 14),
+      exponent_offset(f.exponent_offset), exponent_negative_step(f.exponent_negative_step), lo(-32768), hi(32767),
+      half(1 << 15);
+  const int reluish_shift = f.reluish_shift, exponent_left = f.exponent_left, exponent_right = f.exponent_right;
+  unary_blocks(
+      in, out, n, [&](const std::int16_t* pi, std::int16_t* po) __attribute__((always_inline)) {
+        reg x[lanes::regs];
+        lanes::widen_16(pi, x);
+        for (int j = 0; j < lanes::regs; ++j) {
+          const reg sign = x[j] >> 31;
+          const reg reluish_wide =
+              (x[j] * reluish_multiplier + reluish_offset + (sign & reluish_negative_step)) >> reluish_shift;
+          const reg reluish = (clamp(reluish_wide, lo, hi) + half) >> 1;
+          const reg on_output = (x[j] * output_multiplier + q14) >> 15;
+          const reg product = (on_output * reluish + q14) >> 15;
+          const reg output =
+              ((product << exponent_left) + exponent_offset + ((product >> 31) & exponent_negative_step)) >>
+              exponent_right;
+          x[j] = clamp(output, lo, hi);
+        }
+        lanes::narrow_16(po, x);
+      });
 }
 
 /// scalar::hard_swish_element on lanes; ExponentMultiplies picks the output exponent's form once per run.
@@ -118,7 +200,9 @@ void hard_swish_blocks(const std::int16_t* in, std::int16_t* out, std::size_t n,
 template <rounding R>
 void hard_swish_span(const std::int16_t* in, std::int16_t* out, std::size_t n,
                      const hard_swish_scales_16& scales) noexcept {
-  if (scales.exponent_multiplies)
+  if (scales.folds)
+    hard_swish_folded_span(in, out, n, scales.folded);
+  else if (scales.exponent_multiplies)
     hard_swish_blocks<R, true>(in, out, n, scales);
   else
     hard_swish_blocks<R, false>(in, out, n, scales);
@@ -180,5 +264,10 @@ void bilinear_span(const bilinear_taps& taps, const bilinear_weights& w, std::in
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16::vector
+
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16 {
+/// The spans a SIMD target runs.
+namespace native = vector;
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::eltwise16
 
 #endif  // MOSAIQ_TARGET_SIMD

@@ -1,7 +1,7 @@
 // 16x8 pooling, the vector path of every SIMD target (AVX2, AVX-512, NEON): the int32 sums of blocks of 16 int16
 // channels over a window's in-image taps (simd/lanes.hpp's widening loads), then average pool's rounded division by
 // the tap count or MEAN's multiplier, clamped to int16 before the narrowing store. Scalar builds have no lanes:
-// ops/pool16x8.hpp runs the int16 references (reference/int16.hpp) there.
+// they run the int16 references (reference/int16.hpp) through ops/pool16x8/scalar.hpp.
 //
 // Exactness. Sums: at most 65535 taps (average pool) or 65536 pixels (MEAN) of |q| <= 32768 stay in int32, as in
 // TFLite. The average's division: lanes::rounded_divide computes floor((|sum| + d/2) / d) from a float estimate
@@ -19,6 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "mosaiq/core/padding.hpp"
 #include "mosaiq/core/quant.hpp"
@@ -131,5 +132,26 @@ void mean(const tensor_view<const i16>& in, const tensor_view<i16>& out, const r
 }
 
 }  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::pool16::vector
+
+/// The entry points a SIMD target runs (scalar builds: ops/pool16x8/scalar.hpp): the references' checks, then the
+/// vector kernels.
+namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::pool16::native {
+
+[[gnu::always_inline]] inline void average_pool(const tensor_view<const i16>& in, const tensor_view<i16>& out,
+                                                const reference::pool_params& params, float scale) {
+  const std::optional<reference::detail::average_pool_16_plan> plan =
+      reference::detail::resolve_average_pool_16(in, out, params, scale);
+  if (!plan) return;
+  vector::average_pool(in, out, params, plan->geometry, plan->clamp);
+}
+
+template <rounding R>
+[[gnu::always_inline]] inline void mean(const tensor_view<const i16>& in, const tensor_view<i16>& out,
+                                        const reference::mean_params_16& params) {
+  if (!reference::detail::check_mean_16<R>(in, out, params)) return;
+  vector::mean<R>(in, out, params);
+}
+
+}  // namespace mosaiq::inline MOSAIQ_TARGET_NAMESPACE::kernels::pool16::native
 
 #endif  // MOSAIQ_TARGET_SIMD

@@ -92,6 +92,16 @@ template <class A>
   return simd::neon::rounding_divide_by_pot(x, exponent);
 }
 
+/// lanes::multiply_folded: NEON's rounding multiply (vqrdmulh and a rounding shift, or one 64-bit rounding shift) is
+/// already short, so the multiplier is applied unfolded: the same value over the fold's domain.
+template <rounding R, class A>
+[[gnu::always_inline]] inline int32s<A> multiply_folded(int32s<A> x, std::int32_t multiplier, std::int32_t exponent,
+                                                        std::int64_t, std::int64_t, xsimd::neon) noexcept {
+  const std::int32_t right_shift = R == rounding::tflite_reference ? exponent : 31 + exponent;
+  return simd::neon::multiply_by_quantized_multiplier<R>(x, vdupq_n_s32(multiplier), vdupq_n_s32(0),
+                                                         vdupq_n_s32(right_shift));
+}
+
 /// table[index] per lane: NEON has no gather, so four scalar loads.
 template <class A>
 [[gnu::always_inline]] inline int32s<A> gather(const std::uint32_t* table, int32s<A> index, xsimd::neon) noexcept {

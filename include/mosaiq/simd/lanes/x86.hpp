@@ -78,6 +78,30 @@ template <rounding R>
   return simd::avx2::rounding_divide_by_pot(x, exponent);
 }
 
+/// floor((x * multiplier + offset) / 2^(31 + exponent)), offset the nonnegative or negative one by the product's sign,
+/// as lanes::multiply_folded states: two vpmuldq, the offset picked by the product's sign bit (vblendvpd), bits 31..62
+/// of each sum (which fit int32 in its domain), then one arithmetic shift by the exponent.
+template <rounding R>
+[[gnu::always_inline]] inline xsimd::batch<std::int32_t, xsimd::avx2> multiply_folded(
+    xsimd::batch<std::int32_t, xsimd::avx2> x, std::int32_t multiplier, std::int32_t exponent,
+    std::int64_t offset_nonnegative, std::int64_t offset_negative, xsimd::avx2) noexcept {
+  const __m256i m = _mm256_set1_epi32(multiplier);
+  __m256i even = _mm256_mul_epi32(x, m);
+  __m256i odd = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), m);
+  const __m256i nonnegative = _mm256_set1_epi64x(offset_nonnegative);
+  if constexpr (R == rounding::tflite_reference) {
+    const __m256d up = _mm256_castsi256_pd(nonnegative),
+                  down = _mm256_castsi256_pd(_mm256_set1_epi64x(offset_negative));
+    even = _mm256_add_epi64(even, _mm256_castpd_si256(_mm256_blendv_pd(up, down, _mm256_castsi256_pd(even))));
+    odd = _mm256_add_epi64(odd, _mm256_castpd_si256(_mm256_blendv_pd(up, down, _mm256_castsi256_pd(odd))));
+  } else {
+    even = _mm256_add_epi64(even, nonnegative);
+    odd = _mm256_add_epi64(odd, nonnegative);
+  }
+  const __m256i floor31 = _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0b10101010);
+  return _mm256_sra_epi32(floor31, _mm_cvtsi32_si128(exponent));
+}
+
 /// table[index] per lane (vpgatherdd).
 [[gnu::always_inline]] inline xsimd::batch<std::int32_t, xsimd::avx2> gather(
     const std::uint32_t* table, xsimd::batch<std::int32_t, xsimd::avx2> index, xsimd::avx2) noexcept {
@@ -148,6 +172,27 @@ template <rounding R>
     xsimd::batch<std::int32_t, xsimd::avx512bw> x, xsimd::batch<std::int32_t, xsimd::avx512bw> exponent,
     xsimd::avx512bw) noexcept {
   return simd::avx512::rounding_divide_by_pot(x, exponent);
+}
+
+/// lanes::multiply_folded on 16 lanes: the AVX2 form, the offset picked by the product's sign mask (vpmovq2m).
+template <rounding R>
+[[gnu::always_inline]] inline xsimd::batch<std::int32_t, xsimd::avx512bw> multiply_folded(
+    xsimd::batch<std::int32_t, xsimd::avx512bw> x, std::int32_t multiplier, std::int32_t exponent,
+    std::int64_t offset_nonnegative, std::int64_t offset_negative, xsimd::avx512bw) noexcept {
+  const __m512i m = _mm512_set1_epi32(multiplier);
+  __m512i even = _mm512_mul_epi32(x, m);
+  __m512i odd = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), m);
+  const __m512i nonnegative = _mm512_set1_epi64(offset_nonnegative);
+  if constexpr (R == rounding::tflite_reference) {
+    const __m512i negative = _mm512_set1_epi64(offset_negative);
+    even = _mm512_add_epi64(even, _mm512_mask_blend_epi64(_mm512_movepi64_mask(even), nonnegative, negative));
+    odd = _mm512_add_epi64(odd, _mm512_mask_blend_epi64(_mm512_movepi64_mask(odd), nonnegative, negative));
+  } else {
+    even = _mm512_add_epi64(even, nonnegative);
+    odd = _mm512_add_epi64(odd, nonnegative);
+  }
+  const __m512i floor31 = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 31), _mm512_slli_epi64(odd, 1));
+  return _mm512_sra_epi32(floor31, _mm_cvtsi32_si128(exponent));
 }
 
 [[gnu::always_inline]] inline xsimd::batch<std::int32_t, xsimd::avx512bw> gather(
