@@ -109,6 +109,14 @@ struct no_layer_lanes {
 };
 template <class Path>
 using layer_lanes = typename detail::kernel::layer_lanes_of<Path, no_layer_lanes>::type;
+/// Folds the requantization of a layer into Lanes where its path keeps folded AVX2 lanes (simd::avx2::requant_lanes8,
+/// reference rounding), else nothing.
+template <class Lanes>
+void choose_lanes8(Lanes& lanes, const std::int32_t* multiplier, const std::int32_t* left_shift,
+                   const std::int32_t* right_shift, int padded_channels) {
+  if constexpr (requires { lanes.choose_lanes8(multiplier, left_shift, right_shift, padded_channels); })
+    lanes.choose_lanes8(multiplier, left_shift, right_shift, padded_channels);
+}
 
 constexpr int groups_for(int kernel_w) noexcept { return (kernel_w + group_taps - 1) / group_taps; }
 
@@ -379,6 +387,8 @@ class depthwise {
       mult_[at_channel] = s.multiplier, left_[at_channel] = s.left_shift, right_[at_channel] = s.right_shift;
     }
     if constexpr (detail::dw::uses_vnni) choose_lane_epilogue(q, padded);
+    if constexpr (R == rounding::tflite_reference)
+      detail::dw::choose_lanes8(lanes_, mult_.data(), left_.data(), right_.data(), padded);
     for (int g = 0; g < groups; ++g)
       for (int lane = 0; lane < detail::dw::block; ++lane)
         for (int t = 0; t < detail::dw::group_taps; ++t)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "mosaiq/core/allocator.hpp"
 #include "mosaiq/core/quant.hpp"
 #include "mosaiq/ops/depthwise/row_job.hpp"
 #include "mosaiq/ops/detail/common.hpp"
@@ -58,6 +59,33 @@ namespace kernels::dw {
     std::memset(dst + c * group_taps, 0, static_cast<std::size_t>(padded_channels - c) * group_taps);
 }
 
+/// The AVX2 layer's requantization lanes (a member of depthwise: detail::dw::layer_lanes): under reference rounding,
+/// when every multiplier allows it, the folded constants of simd::avx2::requant_lanes8 per 8 padded channels (one
+/// 64-bit product per lane instead of the two roundings, as pointwise's AVX2 tile); empty otherwise.
+struct avx2_layer_lanes {
+  detail::vector<simd::avx2::requant_lanes8> lanes8_;
+  /// This job's lanes (row_job::requant_lanes), or null: the general form.
+  const void* at(int c0) const noexcept { return lanes8_.empty() ? nullptr : lanes8_.data() + c0 / 8; }
+  void choose_lanes8(const std::int32_t* multiplier, const std::int32_t* left_shift, const std::int32_t* right_shift,
+                     int padded_channels) {
+    lanes8_.clear();
+    for (int c = 0; c < padded_channels; ++c)
+      if (!simd::avx2::requant_lanes8::supports({multiplier[c], left_shift[c], right_shift[c]})) return;
+    lanes8_.assign(static_cast<std::size_t>(padded_channels / 8), {});
+    for (int c = 0; c < padded_channels; ++c)
+      lanes8_[static_cast<std::size_t>(c / 8)].set_lane(c % 8, {multiplier[c], left_shift[c], right_shift[c]});
+  }
+};
+
+/// What requantize_pair_sums reads of a row job, with the layer's folded lanes (row_job::requant_lanes) as lanes8.
+struct requant_view {
+  const std::int32_t* bias;
+  const std::int32_t* multiplier;
+  const std::int32_t* left_shift;
+  const std::int32_t* right_shift;
+  const void* lanes8;
+};
+
 // AVX2 (also the AVX-512 build without VNNI): x_f widened to int16, vpmaddwd with int16 w'
 // (|x_f * w'| <= 255 * 255, pair sums fit int32). Accumulators hold per-channel pair sums
 // [c: taps 01, taps 23] that are reduced once per pixel.
@@ -69,6 +97,12 @@ struct avx2_path {
   // AVX-512 builds without VNNI (32 registers, not measured) keep two.
   static constexpr int default_tile_w = MOSAIQ_TARGET_AVX512 ? 2 : 1;
   static constexpr bool uses_vnni = false;
+#if MOSAIQ_TARGET_AVX512
+  static constexpr bool folds_requant = false;  // AVX-512 builds without VNNI (not measured): the general form
+#else
+  static constexpr bool folds_requant = true;  // reference rounding: the layer's requant_lanes8 where it has them
+  using layer_lanes = avx2_layer_lanes;
+#endif
   [[gnu::always_inline]] static void interleave(const std::uint8_t* const src[group_taps], std::uint8_t* dst,
                                                 int channels, int padded_channels, std::uint8_t flip) noexcept {
     interleave_x86(src, dst, channels, padded_channels, flip);
@@ -92,10 +126,24 @@ struct avx2_path {
           }
         }
       }
+    if constexpr (folds_requant)
+      store_tile<TW, R, T>(
+          acc, requant_view{job.bias, job.multiplier, job.left_shift, job.right_shift, job.requant_lanes}, job, ox);
+    else
+      store_tile<TW, R, T>(acc, job, job, ox);
+  }
+
+ private:
+  /// Requantizes the tile's TW pixels with what `requant` holds (the job, or its view with the folded lanes) and
+  /// stores them.
+  template <int TW, rounding R, class T, class Requant>
+  [[gnu::always_inline]] static void store_tile(const __m256i (&acc)[TW][4], const Requant& requant, const row_job& job,
+                                                int ox) noexcept {
     const __m256i zp = _mm256_set1_epi32(job.output_zero_point), lo = _mm256_set1_epi32(job.clamp_min),
                   hi = _mm256_set1_epi32(job.clamp_max);
     for (int p = 0; p < TW; ++p) {
-      const __m128i bytes = detail::kernel::requantize_pair_sums<R>(acc[p], _mm256_setzero_si256(), job, 0, zp, lo, hi);
+      const __m128i bytes =
+          detail::kernel::requantize_pair_sums<R>(acc[p], _mm256_setzero_si256(), requant, 0, zp, lo, hi);
       detail::kernel::store_channels(static_cast<T*>(job.out) + (ox + p) * job.out_pixel_stride, bytes,
                                      job.valid_channels);
     }

@@ -91,7 +91,7 @@ struct row_job {
   const std::int32_t* multiplier;   // job_channels each
   const std::int32_t* left_shift;
   const std::int32_t* right_shift;
-  const void* requant_lanes;  // VNNI: this job's simd::avx512::requant_lanes, one per block
+  const void* requant_lanes;  // VNNI: simd::avx512::requant_lanes per block; AVX2: requant_lanes8 or null
   requant_epilogue requant;   // VNNI
   std::int32_t output_zero_point, clamp_min, clamp_max;
   const std::int8_t* split_taps;    // VNNI uint8 split: [G][16][4] the weights' common part for taps < KW, else 0
