@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "allocation_counter.hpp"
+#include "band_layers.hpp"
 #include "mosaiq/net.hpp"
 #include "mosaiq/ops/conv16x8.hpp"
 #include "mosaiq/ops/depthwise16x8.hpp"
@@ -290,12 +291,7 @@ TEST_CASE("bands 16x8: a window that misses rows its band reads is reported and 
 // Banded i16 networks against layer by layer.
 #if MOSAIQ_TEST_BANDED_NETWORKS
 
-template <int Channels, int Stride = 1, int Dilation = 1>
-using conv3x3 = L::conv2d<L::conv2d_config{.out_channels = Channels,
-                                           .kernel = {3, 3},
-                                           .stride = {Stride, Stride},
-                                           .dilation = {Dilation, Dilation},
-                                           .act = activation::relu6}>;
+using band_layers::conv3x3;
 template <int Stride, int Dilation = 1, hw Kernel = hw{3, 3}>
 using dw = L::depthwise<L::depthwise_config{
     .kernel = Kernel, .stride = {Stride, Stride}, .dilation = {Dilation, Dilation}, .act = activation::relu}>;

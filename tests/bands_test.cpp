@@ -27,6 +27,7 @@
 
 #include "../examples/portrait_segmentation/portrait_net.hpp"
 #include "allocation_counter.hpp"
+#include "band_layers.hpp"
 #include "mosaiq/net.hpp"
 #include "mosaiq/ops.hpp"
 #include "mosaiq/reference.hpp"
@@ -41,12 +42,7 @@ namespace {
 using namespace mosaiq;
 namespace L = mosaiq::layers;
 
-template <int Channels, int Stride = 1, int Dilation = 1>
-using conv3x3 = L::conv2d<L::conv2d_config{.out_channels = Channels,
-                                           .kernel = {3, 3},
-                                           .stride = {Stride, Stride},
-                                           .dilation = {Dilation, Dilation},
-                                           .act = activation::relu6}>;
+using band_layers::conv3x3;
 template <int Stride, int Dilation = 1>
 using dw3x3 = L::depthwise<L::depthwise_config{
     .stride = {Stride, Stride}, .dilation = {Dilation, Dilation}, .act = activation::relu}>;
